@@ -1,0 +1,348 @@
+//! Emulator configuration: accounts, faults, per-type solve times, bans, time scale.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One CaptchaAI account the emulator knows.
+///
+/// `Debug` never shows the key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Account {
+    /// The 32-character API key.
+    pub key: String,
+    /// Plan cap: how many tasks may be in flight at once (`threads` in threadsinfo).
+    pub threads: u32,
+    /// `false` models an expired/absent plan: every submit gets `ERROR_ZERO_BALANCE`
+    /// while threadsinfo still shows free threads.
+    pub plan_active: bool,
+    /// What `action=getbalance` answers.
+    pub balance: f64,
+}
+
+impl Account {
+    /// An account with an active plan of `threads` threads and a balance of 10.0.
+    pub fn new(key: impl Into<String>, threads: u32) -> Self {
+        Account { key: key.into(), threads, plan_active: true, balance: 10.0 }
+    }
+
+    /// An account whose plan is not active (submits always get `ERROR_ZERO_BALANCE`).
+    pub fn without_plan(key: impl Into<String>, threads: u32) -> Self {
+        Account { plan_active: false, ..Account::new(key, threads) }
+    }
+}
+
+impl fmt::Debug for Account {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Account")
+            .field("key", &"[REDACTED]")
+            .field("threads", &self.threads)
+            .field("plan_active", &self.plan_active)
+            .field("balance", &self.balance)
+            .finish()
+    }
+}
+
+/// Random fault rates, drawn per protocol request from the seeded RNG (at most one fault per
+/// request; checked in the order drop, html_502, plain_text, slow). Control endpoints
+/// (`/_emulator/...`) never get faults.
+///
+/// JSON form (for `POST /_emulator/faults`): every field optional, e.g. `{"drop_rate":0.1}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Faults {
+    /// Reply a bare plain-text code even though `json=1` was sent, without processing the
+    /// request: `CAPCHA_NOT_READY` for `res.php?action=get`, `ERROR_SERVER_ERROR` otherwise.
+    pub plain_text_rate: f64,
+    /// Reply HTTP 502 with an nginx HTML page, without processing the request.
+    pub html_502_rate: f64,
+    /// Process the request normally but delay the reply by `slow_ms` (virtual).
+    pub slow_rate: f64,
+    /// Delay for `slow_rate` faults, in virtual milliseconds.
+    pub slow_ms: u64,
+    /// Close the connection without a response, without processing the request.
+    pub drop_rate: f64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { plain_text_rate: 0.0, html_502_rate: 0.0, slow_rate: 0.0, slow_ms: 5_000, drop_rate: 0.0 }
+    }
+}
+
+impl Faults {
+    /// No faults at all.
+    pub fn none() -> Self {
+        Faults::default()
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        for (name, r) in [
+            ("plain_text_rate", self.plain_text_rate),
+            ("html_502_rate", self.html_502_rate),
+            ("slow_rate", self.slow_rate),
+            ("drop_rate", self.drop_rate),
+        ] {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(format!("{name} must be within [0, 1]"));
+            }
+        }
+        if self.plain_text_rate + self.html_502_rate + self.slow_rate + self.drop_rate > 1.0 + 1e-9 {
+            return Err("fault rates must add up to at most 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// A scripted fault for [`crate::emulator::Emulator::force_next`]. Applies to the next protocol
+/// request(s) (in.php / res.php / solve.php) in arrival order, before any random fault.
+///
+/// JSON form (externally tagged): `{"code":"ERROR_SERVER_ERROR"}`, `"html_502"`,
+/// `{"plain_text":"CAPCHA_NOT_READY"}`, `"drop"`, `{"slow":500}`, `{"status":[503,"body"]}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// Reply this error code in the request's reply format (`{"status":0,"request":CODE}` with
+    /// `json=1`, bare `CODE` without). The request is not processed.
+    Code(String),
+    /// HTTP 502 with an nginx HTML page. The request is not processed.
+    #[serde(rename = "html_502")]
+    Html502,
+    /// HTTP 200 with exactly this text (`text/html`), whatever `json` says. Not processed.
+    PlainText(String),
+    /// Close the connection without a response. Not processed.
+    Drop,
+    /// Process normally, delay the reply by this many virtual milliseconds.
+    Slow(u64),
+    /// Reply this HTTP status and body. Not processed.
+    Status(u16, String),
+}
+
+impl Fault {
+    /// Short label used in the request log (`fault` field).
+    pub fn label(&self) -> String {
+        match self {
+            Fault::Code(c) => format!("code:{c}"),
+            Fault::Html502 => "html_502".into(),
+            Fault::PlainText(_) => "plain_text".into(),
+            Fault::Drop => "drop".into(),
+            Fault::Slow(ms) => format!("slow:{ms}"),
+            Fault::Status(s, _) => format!("status:{s}"),
+        }
+    }
+}
+
+/// Captcha families with their own solve-time distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptchaKind {
+    /// Normal image (`method=base64` / `method=post`, and `/solve.php`).
+    Image,
+    /// reCAPTCHA grid image (`img_type=recaptcha` or `recaptcha=1`).
+    Grid,
+    /// BLS 9-image grid (`method=bls`).
+    Bls,
+    /// reCAPTCHA v2 (normal, invisible, enterprise).
+    RecaptchaV2,
+    /// reCAPTCHA v3 (normal, enterprise).
+    RecaptchaV3,
+    /// Cloudflare Turnstile.
+    Turnstile,
+    /// Cloudflare Challenge (cf_clearance).
+    CloudflareChallenge,
+    /// GeeTest v3 and v4.
+    Geetest,
+    /// CaptchaFox.
+    CaptchaFox,
+    /// Friendly Captcha.
+    FriendlyCaptcha,
+    /// Lemin.
+    Lemin,
+}
+
+impl CaptchaKind {
+    /// Every kind.
+    pub const ALL: [CaptchaKind; 11] = [
+        CaptchaKind::Image,
+        CaptchaKind::Grid,
+        CaptchaKind::Bls,
+        CaptchaKind::RecaptchaV2,
+        CaptchaKind::RecaptchaV3,
+        CaptchaKind::Turnstile,
+        CaptchaKind::CloudflareChallenge,
+        CaptchaKind::Geetest,
+        CaptchaKind::CaptchaFox,
+        CaptchaKind::FriendlyCaptcha,
+        CaptchaKind::Lemin,
+    ];
+
+    /// Default solve-time range (virtual ms), modelled on the service's observed timings.
+    pub fn default_solve_time(self) -> SolveTime {
+        let (min_ms, max_ms) = match self {
+            CaptchaKind::Image => (300, 1_000),
+            CaptchaKind::Grid | CaptchaKind::Bls => (3_000, 10_000),
+            CaptchaKind::RecaptchaV2 => (20_000, 60_000),
+            CaptchaKind::RecaptchaV3 => (5_000, 10_000),
+            CaptchaKind::Turnstile => (10_000, 15_000),
+            CaptchaKind::CloudflareChallenge => (20_000, 90_000),
+            CaptchaKind::Geetest => (10_000, 25_000),
+            CaptchaKind::CaptchaFox | CaptchaKind::FriendlyCaptcha | CaptchaKind::Lemin => (8_000, 20_000),
+        };
+        SolveTime { min_ms, max_ms }
+    }
+}
+
+/// A solve-time range in virtual milliseconds. Draws are triangular (mean of two uniforms), so
+/// they cluster around the middle of the range and never leave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SolveTime {
+    /// Shortest solve time.
+    pub min_ms: u64,
+    /// Longest solve time.
+    pub max_ms: u64,
+}
+
+/// Everything the emulator needs to start. All durations are **virtual** milliseconds: the
+/// emulator's clock runs `time_scale` times faster than real time.
+#[derive(Clone, Debug)]
+pub struct EmulatorConfig {
+    /// Seed for every random choice (task ids, solve times, answers, random faults).
+    pub seed: u64,
+    /// Virtual time = real elapsed time × `time_scale` (100.0 = protocol runs 100× faster).
+    pub time_scale: f64,
+    /// TCP port on 127.0.0.1; 0 picks a free port.
+    pub port: u16,
+    /// Known accounts.
+    pub accounts: Vec<Account>,
+    /// Random fault rates.
+    pub faults: Faults,
+    /// Tasks whose googlekey / sitekey / gt / captcha_id is listed end as `ERROR_CAPTCHA_UNSOLVABLE`.
+    pub unsolvable_sitekeys: Vec<String>,
+    /// Probability that any other task ends as `ERROR_CAPTCHA_UNSOLVABLE`.
+    pub unsolvable_rate: f64,
+    /// After this many bad-key requests (`ERROR_WRONG_USER_KEY` / `ERROR_KEY_DOES_NOT_EXIST`) from
+    /// one client IP, every request from it gets `IP_BANNED` for `ban_ms`. 0 disables bans.
+    pub ban_after_bad_keys: u32,
+    /// Ban duration.
+    pub ban_ms: u64,
+    /// How long a finished (solved/unsolvable) task stays queryable; afterwards
+    /// `ERROR_WRONG_CAPTCHA_ID`.
+    pub retention_ms: u64,
+    /// Per-kind solve-time overrides (kinds not listed use [`CaptchaKind::default_solve_time`]).
+    pub solve_times: BTreeMap<CaptchaKind, SolveTime>,
+    /// Maximum request-log entries kept (oldest are dropped first and counted in stats).
+    pub log_limit: usize,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            seed: 1,
+            time_scale: 1.0,
+            port: 0,
+            accounts: Vec::new(),
+            faults: Faults::default(),
+            unsolvable_sitekeys: Vec::new(),
+            unsolvable_rate: 0.0,
+            ban_after_bad_keys: 5,
+            ban_ms: 300_000,
+            retention_ms: 600_000,
+            solve_times: BTreeMap::new(),
+            log_limit: 1_000_000,
+        }
+    }
+}
+
+impl EmulatorConfig {
+    /// Sets the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// Sets the time scale (must be finite and > 0).
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = scale;
+        self
+    }
+    /// Sets the port (0 = any free port).
+    pub fn with_port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+    /// Adds an account with an active plan.
+    pub fn with_account(mut self, key: impl Into<String>, threads: u32) -> Self {
+        self.accounts.push(Account::new(key, threads));
+        self
+    }
+    /// Adds an account without an active plan.
+    pub fn with_account_without_plan(mut self, key: impl Into<String>, threads: u32) -> Self {
+        self.accounts.push(Account::without_plan(key, threads));
+        self
+    }
+    /// Sets the random fault rates.
+    pub fn with_faults(mut self, faults: Faults) -> Self {
+        self.faults = faults;
+        self
+    }
+    /// Marks a sitekey (googlekey / sitekey / gt / captcha_id) as unsolvable.
+    pub fn with_unsolvable_sitekey(mut self, sitekey: impl Into<String>) -> Self {
+        self.unsolvable_sitekeys.push(sitekey.into());
+        self
+    }
+    /// Sets the random unsolvable rate.
+    pub fn with_unsolvable_rate(mut self, rate: f64) -> Self {
+        self.unsolvable_rate = rate;
+        self
+    }
+    /// Sets the ban policy (0 bad keys = never ban).
+    pub fn with_ban(mut self, after_bad_keys: u32, ban_ms: u64) -> Self {
+        self.ban_after_bad_keys = after_bad_keys;
+        self.ban_ms = ban_ms;
+        self
+    }
+    /// Sets how long finished tasks stay queryable.
+    pub fn with_retention_ms(mut self, ms: u64) -> Self {
+        self.retention_ms = ms;
+        self
+    }
+    /// Overrides one kind's solve-time range.
+    pub fn with_solve_time(mut self, kind: CaptchaKind, min_ms: u64, max_ms: u64) -> Self {
+        self.solve_times.insert(kind, SolveTime { min_ms, max_ms });
+        self
+    }
+    /// Sets every kind's solve time to the same range.
+    pub fn with_all_solve_times(mut self, min_ms: u64, max_ms: u64) -> Self {
+        for k in CaptchaKind::ALL {
+            self.solve_times.insert(k, SolveTime { min_ms, max_ms });
+        }
+        self
+    }
+
+    /// The effective solve-time range for `kind`.
+    pub fn solve_time(&self, kind: CaptchaKind) -> SolveTime {
+        self.solve_times.get(&kind).copied().unwrap_or_else(|| kind.default_solve_time())
+    }
+
+    /// Checks the configuration; messages never contain keys.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err("time_scale must be finite and > 0".into());
+        }
+        self.faults.validate()?;
+        if !(0.0..=1.0).contains(&self.unsolvable_rate) {
+            return Err("unsolvable_rate must be within [0, 1]".into());
+        }
+        for (i, a) in self.accounts.iter().enumerate() {
+            if !crate::emulator::state::key_well_formed(&a.key) {
+                return Err(format!("account #{i}: key must be 32 ASCII letters/digits"));
+            }
+        }
+        for (k, t) in &self.solve_times {
+            if t.min_ms > t.max_ms {
+                return Err(format!("solve time for {k:?}: min_ms > max_ms"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! Account calls as pure builders and parsers (`threadsinfo`, `getbalance`), and the thread-budget
+//! gate that sizes concurrent solves to the plan, as both seeds do with an orchestrator pool.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::codes::{self, Class};
+use crate::config::{Config, normalise_base_url};
+use crate::error::{ValidationError, invalid_config};
+use crate::http::{self, ApiKey, HttpRequest, RequestKind};
+use crate::outcome::Failure;
+use crate::reply::{self, Reply};
+
+/// The plan's thread cap and how many threads are busy now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadsInfo {
+    pub threads: u64,
+    pub working_threads: u64,
+}
+
+impl ThreadsInfo {
+    /// Threads free right now.
+    pub fn free(&self) -> u64 {
+        self.threads.saturating_sub(self.working_threads)
+    }
+}
+
+/// The `threadsinfo` request (id 0) for `config`'s base URL and timeout.
+pub fn threads_info_request(key: &ApiKey, config: &Config) -> Result<HttpRequest, ValidationError> {
+    account_request(key, config, RequestKind::ThreadsInfo, "threadsinfo")
+}
+
+/// The `getbalance` request (id 0).
+pub fn balance_request(key: &ApiKey, config: &Config) -> Result<HttpRequest, ValidationError> {
+    account_request(key, config, RequestKind::Balance, "getbalance")
+}
+
+fn account_request(key: &ApiKey, config: &Config, kind: RequestKind, action: &str) -> Result<HttpRequest, ValidationError> {
+    let base = normalise_base_url(&config.base_url)?;
+    if !(1_000..=120_000).contains(&config.request_timeout_ms) {
+        return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
+    }
+    let body = http::form_body(key, [("action", action)]);
+    Ok(HttpRequest::form(0, kind, format!("{base}/res.php"), body, config.request_timeout_ms))
+}
+
+/// Reads a `threadsinfo` reply; codes become failures classed by the code table.
+pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failure> {
+    match reply::parse(status, body) {
+        Reply::Threads { threads, working } => Ok(ThreadsInfo { threads, working_threads: working }),
+        other => Err(reply_failure(other, "threadsinfo")),
+    }
+}
+
+/// Reads a `getbalance` reply (JSON `request` or a bare decimal).
+pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
+    let bare = std::str::from_utf8(body).ok().and_then(|t| t.trim().parse::<f64>().ok());
+    if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
+        return Ok(balance);
+    }
+    match reply::parse(status, body) {
+        Reply::Ok { value, .. } => {
+            let number = match &value {
+                Value::Number(n) => n.as_f64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            };
+            number.filter(|n: &f64| n.is_finite()).ok_or_else(|| reply_failure(Reply::Ok { value, user_agent: None }, "getbalance"))
+        }
+        other => Err(reply_failure(other, "getbalance")),
+    }
+}
+
+fn reply_failure(reply: Reply, action: &str) -> Failure {
+    let (info, code) = match &reply {
+        Reply::Code { code, .. } => (codes::lookup_wire(code).unwrap_or(&codes::UNKNOWN), code.clone()),
+        _ => {
+            let info = codes::lookup(codes::UNEXPECTED_REPLY).unwrap_or(&codes::UNKNOWN);
+            (info, info.code.to_owned())
+        }
+    };
+    let what = match reply {
+        Reply::Unexpected { status, what } => format!("HTTP {status} with {what}"),
+        Reply::Code { .. } => info.meaning.to_owned(),
+        _ => "a reply of the wrong kind".to_owned(),
+    };
+    Failure {
+        code,
+        class: if info.class == Class::Unsolvable { Class::Permanent } else { info.class },
+        message: format!("{action}: {what}"),
+        retry_after_ms: info.retry_after_ms,
+        field: None,
+        task_id: None,
+    }
+}
+
+/// A ticket handed out by [`ThreadGate::enter`].
+pub type Ticket = u64;
+
+/// Whether a solve may start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Admission {
+    /// Start now: a thread is reserved for it.
+    Admitted,
+    /// Wait: `position` solves are ahead of it (0 = next).
+    Queued { position: u64 },
+}
+
+/// A ticket the gate does not hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[error("ticket {0} is not held by this gate")]
+pub struct UnknownTicket(pub Ticket);
+
+/// Admits at most `plan threads - reserve` solves at once and queues the rest in arrival order.
+/// Pure bookkeeping: the host calls `enter` before a solve and `leave` after it ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadGate {
+    plan_threads: u64,
+    reserve: u64,
+    running: Vec<Ticket>,
+    queue: VecDeque<Ticket>,
+    next_ticket: Ticket,
+}
+
+impl ThreadGate {
+    /// A gate for a plan of `plan_threads` keeping `reserve` threads spare (for manual runs or
+    /// other clients of the same key). At least one thread must remain.
+    pub fn new(plan_threads: u64, reserve: u64) -> Result<ThreadGate, ValidationError> {
+        check_plan(plan_threads, reserve)?;
+        Ok(ThreadGate { plan_threads, reserve, running: Vec::new(), queue: VecDeque::new(), next_ticket: 1 })
+    }
+
+    /// How many solves may run at once.
+    pub fn capacity(&self) -> u64 {
+        self.plan_threads - self.reserve
+    }
+
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Asks to start a solve.
+    pub fn enter(&mut self) -> (Ticket, Admission) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        if self.queue.is_empty() && (self.running.len() as u64) < self.capacity() {
+            self.running.push(ticket);
+            return (ticket, Admission::Admitted);
+        }
+        self.queue.push_back(ticket);
+        (ticket, Admission::Queued { position: self.queue.len() as u64 - 1 })
+    }
+
+    /// Where a ticket stands now.
+    pub fn admission(&self, ticket: Ticket) -> Result<Admission, UnknownTicket> {
+        if self.running.contains(&ticket) {
+            return Ok(Admission::Admitted);
+        }
+        let position = self.queue.iter().position(|t| *t == ticket).ok_or(UnknownTicket(ticket))?;
+        Ok(Admission::Queued { position: position as u64 })
+    }
+
+    /// Ends a running solve or withdraws a queued one; returns the tickets admitted as a result.
+    pub fn leave(&mut self, ticket: Ticket) -> Result<Vec<Ticket>, UnknownTicket> {
+        if let Some(i) = self.running.iter().position(|t| *t == ticket) {
+            self.running.swap_remove(i);
+        } else if let Some(i) = self.queue.iter().position(|t| *t == ticket) {
+            self.queue.remove(i);
+        } else {
+            return Err(UnknownTicket(ticket));
+        }
+        Ok(self.admit_waiting())
+    }
+
+    /// Applies a new plan size (from a fresh `threadsinfo`); returns newly admitted tickets.
+    /// Shrinking never stops running solves; it only delays admissions.
+    pub fn set_plan(&mut self, plan_threads: u64) -> Result<Vec<Ticket>, ValidationError> {
+        check_plan(plan_threads, self.reserve)?;
+        self.plan_threads = plan_threads;
+        Ok(self.admit_waiting())
+    }
+
+    fn admit_waiting(&mut self) -> Vec<Ticket> {
+        let mut admitted = Vec::new();
+        while (self.running.len() as u64) < self.capacity() {
+            let Some(ticket) = self.queue.pop_front() else { break };
+            self.running.push(ticket);
+            admitted.push(ticket);
+        }
+        admitted
+    }
+}
+
+fn check_plan(plan_threads: u64, reserve: u64) -> Result<(), ValidationError> {
+    if plan_threads <= reserve {
+        return Err(invalid_config(
+            "reserve",
+            format!("a reserve of {reserve} leaves no thread of a {plan_threads}-thread plan"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! Solve configuration: where the service is, time budgets, retry budgets and jitter.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ValidationError, invalid_config};
+use crate::registry::{MIN_POLL_INTERVAL_MS, TypeSpec};
+
+/// The service's address unless a config says otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
+
+/// How a solve runs. Every field has a default; `None` timings take the type's value from the
+/// registry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `http(s)://host[:port][/prefix]`; `/in.php` and `/res.php` are appended.
+    pub base_url: String,
+    /// Per-request timeout given to the host (1 s to 120 s).
+    pub request_timeout_ms: u64,
+    /// Overall deadline counted from the original submit (10 s to 1 h; must exceed the first
+    /// wait). Every solve ends by `deadline + request_timeout`.
+    pub deadline_ms: Option<u64>,
+    /// Wait between an accepted submit and the first poll (5 s to 300 s).
+    pub initial_wait_ms: Option<u64>,
+    /// Wait between polls (5 s to 120 s; never below 5 s).
+    pub poll_interval_ms: Option<u64>,
+    /// Retries of a submit after transient codes, transport errors or unreadable replies (0-10).
+    pub max_submit_retries: u32,
+    /// Consecutive failed polls (transient codes, transport errors, unreadable replies) before
+    /// giving up (1-100).
+    pub max_poll_errors: u32,
+    /// Fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE (0-5).
+    pub unsolvable_retries: u32,
+    /// Seed for wait jitter; `None` means no jitter. The same seed gives the same waits.
+    pub jitter_seed: Option<u64>,
+    /// Largest jitter added to a wait when a seed is set (0-10,000 ms).
+    pub max_jitter_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            request_timeout_ms: 30_000,
+            deadline_ms: None,
+            initial_wait_ms: None,
+            poll_interval_ms: None,
+            max_submit_retries: 5,
+            max_poll_errors: 10,
+            unsolvable_retries: 1,
+            jitter_seed: None,
+            max_jitter_ms: 1_000,
+        }
+    }
+}
+
+/// The waits a solve of one type runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Timings {
+    pub initial_wait_ms: u64,
+    pub poll_interval_ms: u64,
+    pub deadline_ms: u64,
+}
+
+impl Config {
+    /// Parses config JSON (unknown fields are rejected; missing ones take defaults).
+    pub fn from_json(json: &str) -> Result<Config, ValidationError> {
+        serde_json::from_str(json).map_err(|e| {
+            ValidationError::new(crate::codes::INVALID_CONFIG, None, format!("config is not valid: {e}"))
+        })
+    }
+
+    /// Checks every field and resolves the timings for a type. Returns the config with its base
+    /// URL normalised (no trailing slash).
+    pub(crate) fn resolve(&self, spec: &TypeSpec) -> Result<(Config, Timings), ValidationError> {
+        let base_url = normalise_base_url(&self.base_url)?;
+        in_range("request_timeout_ms", self.request_timeout_ms, 1_000, 120_000)?;
+        in_range("max_submit_retries", self.max_submit_retries.into(), 0, 10)?;
+        in_range("max_poll_errors", self.max_poll_errors.into(), 1, 100)?;
+        in_range("unsolvable_retries", self.unsolvable_retries.into(), 0, 5)?;
+        in_range("max_jitter_ms", self.max_jitter_ms, 0, 10_000)?;
+        let initial_wait_ms = self.initial_wait_ms.unwrap_or(spec.initial_wait_ms);
+        in_range("initial_wait_ms", initial_wait_ms, MIN_POLL_INTERVAL_MS, 300_000)?;
+        let poll_interval_ms = self.poll_interval_ms.unwrap_or(spec.poll_interval_ms);
+        in_range("poll_interval_ms", poll_interval_ms, MIN_POLL_INTERVAL_MS, 120_000)?;
+        let deadline_ms = self.deadline_ms.unwrap_or(spec.deadline_ms);
+        in_range("deadline_ms", deadline_ms, 10_000, 3_600_000)?;
+        if deadline_ms <= initial_wait_ms {
+            return Err(invalid_config(
+                "deadline_ms",
+                format!("deadline_ms ({deadline_ms}) must exceed the first wait ({initial_wait_ms} ms for {})", spec.name),
+            ));
+        }
+        let config = Config { base_url, ..self.clone() };
+        Ok((config, Timings { initial_wait_ms, poll_interval_ms, deadline_ms }))
+    }
+}
+
+fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ValidationError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid_config(field, format!("{field} must be from {min} to {max} (got {value})")))
+    }
+}
+
+/// Checks `http(s)://host[:port][/path]` and drops trailing slashes.
+pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
+    let bad = || invalid_config("base_url", "base_url must look like https://host[:port][/path], without query or fragment");
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).ok_or_else(bad)?;
+    let host = rest.split('/').next().unwrap_or("");
+    if host.is_empty()
+        || url.len() > 512
+        || url.contains(['?', '#', '@'])
+        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(bad());
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}

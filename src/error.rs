@@ -1,0 +1,110 @@
+//! Errors that are not solve outcomes: invalid input caught before anything is sent, host
+//! misuse, and snapshots that cannot be restored.
+
+use thiserror::Error;
+
+use crate::outcome::Failure;
+use crate::codes::{self, Class};
+
+/// A task, config or key that failed validation. Nothing was sent; the message names the field
+/// and never contains the API key.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{message}")]
+pub struct ValidationError {
+    /// `INVALID_TASK`, `INVALID_CONFIG` or `INVALID_KEY`.
+    pub code: &'static str,
+    /// The offending field (`sitekey`, `images[3]`, `extra.key`, `deadline_ms`...), where one is to blame.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl ValidationError {
+    pub fn new(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
+        ValidationError { code, field, message: message.into() }
+    }
+
+    /// The same error as a permanent solve failure.
+    pub fn into_failure(self) -> Failure {
+        Failure {
+            code: self.code.to_owned(),
+            class: Class::Permanent,
+            message: self.message,
+            retry_after_ms: None,
+            field: self.field,
+            task_id: None,
+        }
+    }
+}
+
+impl From<ValidationError> for Failure {
+    fn from(e: ValidationError) -> Failure {
+        e.into_failure()
+    }
+}
+
+/// The host broke the driving contract. The solve's state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Misuse {
+    /// `now` is earlier than a time this solve has already been given.
+    #[error("time went backwards: {now} ms is before {last} ms, which this solve has already seen")]
+    TimeWentBackwards { last: u64, now: u64 },
+    /// No request with this id was ever sent by this solve.
+    #[error("request {request_id} was never sent by this solve")]
+    UnknownRequest { request_id: u32 },
+    /// The request was sent but is no longer awaited (already answered, timed out, or the
+    /// solve has finished).
+    #[error("request {request_id} is no longer awaited")]
+    StaleResponse { request_id: u32 },
+}
+
+impl Misuse {
+    /// A stable snake_case name (used by the WIT interface and the vectors).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Misuse::TimeWentBackwards { .. } => "time_went_backwards",
+            Misuse::UnknownRequest { .. } => "unknown_request",
+            Misuse::StaleResponse { .. } => "stale_response",
+        }
+    }
+}
+
+/// Why a snapshot could not be restored.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum RestoreError {
+    /// The text is not JSON.
+    #[error("snapshot is not valid JSON: {0}")]
+    Malformed(String),
+    /// The JSON ends early (a truncated snapshot).
+    #[error("snapshot is truncated")]
+    Truncated,
+    /// Valid JSON, but not a snapshot of this engine.
+    #[error("not a captchaai-engine snapshot")]
+    Foreign,
+    /// A snapshot of another format version.
+    #[error("snapshot version {0} is not supported (this engine reads version {current})", current = crate::snapshot::VERSION)]
+    UnsupportedVersion(u64),
+    /// Our format, but its content is inconsistent or fails validation.
+    #[error("snapshot is invalid: {0}")]
+    Invalid(String),
+    /// The key supplied with the snapshot is malformed.
+    #[error("{0}")]
+    Key(ValidationError),
+}
+
+impl RestoreError {
+    /// A stable snake_case name (used by the WIT interface).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RestoreError::Malformed(_) => "malformed",
+            RestoreError::Truncated => "truncated",
+            RestoreError::Foreign => "foreign",
+            RestoreError::UnsupportedVersion(_) => "unsupported_version",
+            RestoreError::Invalid(_) => "invalid",
+            RestoreError::Key(_) => "invalid_key",
+        }
+    }
+}
+
+pub(crate) fn invalid_config(field: &str, message: impl Into<String>) -> ValidationError {
+    ValidationError::new(codes::INVALID_CONFIG, Some(field.to_owned()), message)
+}

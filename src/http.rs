@@ -1,0 +1,287 @@
+//! The HTTP side of the contract: the requests the engine asks a host to send, the transport
+//! errors a host reports back, and the API key (which goes only into request bodies).
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::codes;
+use crate::error::ValidationError;
+use crate::task::Image;
+
+/// A CaptchaAI API key: 32 ASCII letters and digits. Its `Debug` never shows it, and the engine
+/// never puts it anywhere but a request body.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Checks the key's shape locally, so a malformed key never reaches the service (repeated
+    /// bad-key requests get the IP banned).
+    pub fn new(key: impl Into<String>) -> Result<ApiKey, ValidationError> {
+        let key = key.into();
+        if key.len() != 32 || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ValidationError::new(
+                codes::INVALID_KEY,
+                Some("key".into()),
+                format!("the API key must be 32 letters and digits (got {} characters)", key.chars().count()),
+            ));
+        }
+        Ok(ApiKey(key))
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// What a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// `in.php` (or `solve.php` in synchronous mode): create a task.
+    Submit,
+    /// `res.php?action=get`: ask for the answer.
+    Poll,
+    /// `res.php?action=threadsinfo`: the plan's threads and how many are busy.
+    ThreadsInfo,
+    /// `res.php?action=getbalance`.
+    Balance,
+}
+
+impl RequestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Submit => "submit",
+            RequestKind::Poll => "poll",
+            RequestKind::ThreadsInfo => "threads_info",
+            RequestKind::Balance => "balance",
+        }
+    }
+}
+
+/// A request body.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Body {
+    /// `application/x-www-form-urlencoded` text.
+    Form(String),
+    /// `multipart/form-data` bytes (image file uploads only).
+    Multipart(Vec<u8>),
+}
+
+impl Body {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Body::Form(text) => text.as_bytes(),
+            Body::Multipart(bytes) => bytes,
+        }
+    }
+}
+
+/// An HTTP request for the host to send. Always a `POST` with the key in the body.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Feed the reply back with this id.
+    pub id: u32,
+    pub kind: RequestKind,
+    /// Always `POST`.
+    pub method: &'static str,
+    pub url: String,
+    /// The `Content-Type` header value.
+    pub content_type: String,
+    pub body: Body,
+    /// Give up on the reply after this long and report [`TransportError::Timeout`] (the engine
+    /// also treats a request still unanswered by then as timed out).
+    pub timeout_ms: u64,
+    /// Where the key sits in the body, so `Debug` can hide it.
+    key_span: Range<usize>,
+}
+
+impl HttpRequest {
+    /// Rebuilds a request from its parts (for hosts that receive requests across a boundary,
+    /// such as the WebAssembly component), locating the key so `Debug` can still hide it.
+    pub fn from_parts(
+        id: u32,
+        kind: RequestKind,
+        url: String,
+        content_type: String,
+        body: Body,
+        timeout_ms: u64,
+        key: &ApiKey,
+    ) -> HttpRequest {
+        let needle = key.expose().as_bytes();
+        let bytes = body.as_bytes();
+        let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
+        let key_span = start..(start + needle.len()).min(bytes.len());
+        HttpRequest { id, kind, method: "POST", url, content_type, body, timeout_ms, key_span }
+    }
+
+    pub(crate) fn form(id: u32, kind: RequestKind, url: String, body: FormBody, timeout_ms: u64) -> HttpRequest {
+        HttpRequest {
+            id,
+            kind,
+            method: "POST",
+            url,
+            content_type: FORM_CONTENT_TYPE.to_owned(),
+            body: Body::Form(body.text),
+            timeout_ms,
+            key_span: body.key_span,
+        }
+    }
+
+    pub(crate) fn multipart(id: u32, url: String, body: MultipartBody, timeout_ms: u64) -> HttpRequest {
+        HttpRequest {
+            id,
+            kind: RequestKind::Submit,
+            method: "POST",
+            url,
+            content_type: format!("multipart/form-data; boundary={}", body.boundary),
+            body: Body::Multipart(body.bytes),
+            timeout_ms,
+            key_span: body.key_span,
+        }
+    }
+
+    /// The body as text with the key replaced by `<redacted>` (binary parts shown lossily).
+    pub fn redacted_body(&self) -> String {
+        let bytes = self.body.as_bytes();
+        let span = self.key_span.start.min(bytes.len())..self.key_span.end.min(bytes.len());
+        let mut text = String::from_utf8_lossy(&bytes[..span.start]).into_owned();
+        text.push_str("<redacted>");
+        text.push_str(&String::from_utf8_lossy(&bytes[span.end..]));
+        text
+    }
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("content_type", &self.content_type)
+            .field("body", &self.redacted_body())
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+/// How a request failed without a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportError {
+    /// No reply within the request's `timeout_ms`.
+    Timeout,
+    /// Could not connect: the request was not delivered.
+    Connect,
+    /// The connection broke after sending: the request may have been processed.
+    Broken,
+}
+
+impl TransportError {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportError::Timeout => "timeout",
+            TransportError::Connect => "connect",
+            TransportError::Broken => "broken",
+        }
+    }
+}
+
+pub(crate) const FORM_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
+
+/// A form body with the key's position recorded.
+pub(crate) struct FormBody {
+    text: String,
+    key_span: Range<usize>,
+}
+
+/// Encodes `key=<key>&<params...>&json=1`.
+pub(crate) fn form_body<'a>(key: &ApiKey, params: impl IntoIterator<Item = (&'a str, &'a str)>) -> FormBody {
+    let mut text = String::with_capacity(128);
+    text.push_str("key=");
+    let start = text.len();
+    text.push_str(key.expose()); // alphanumeric: needs no escaping
+    let key_span = start..text.len();
+    let mut serializer = form_urlencoded::Serializer::new(text);
+    for (name, value) in params {
+        serializer.append_pair(name, value);
+    }
+    serializer.append_pair("json", "1");
+    FormBody { text: serializer.finish(), key_span }
+}
+
+/// A multipart body with its boundary and the key's position recorded.
+pub(crate) struct MultipartBody {
+    bytes: Vec<u8>,
+    boundary: String,
+    key_span: Range<usize>,
+}
+
+/// Encodes `key`, the params and `json=1` as text parts and the image as a `file` part. The
+/// boundary is derived from the content (no randomness) and never occurs inside it.
+pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &Image, bytes: &[u8]) -> MultipartBody {
+    let boundary = boundary_for(params, bytes);
+    let mut out = Vec::with_capacity(bytes.len() + 512);
+    let part = |out: &mut Vec<u8>, name: &str| {
+        out.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes());
+    };
+    part(&mut out, "key");
+    let start = out.len();
+    out.extend_from_slice(key.expose().as_bytes());
+    let key_span = start..out.len();
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in params.iter().map(|(n, v)| (n.as_str(), v.as_str())).chain([("json", "1")]) {
+        part(&mut out, &quote(name));
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"captcha.{}\"\r\nContent-Type: {}\r\n\r\n",
+            image.format.extension(),
+            image.format.mime()
+        )
+        .as_bytes(),
+    );
+    out.extend_from_slice(bytes);
+    out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    MultipartBody { bytes: out, boundary, key_span }
+}
+
+/// Escapes a part name for a quoted `Content-Disposition` parameter.
+fn quote(name: &str) -> String {
+    name.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn boundary_for(params: &[(String, String)], bytes: &[u8]) -> String {
+    let mut seed = fnv1a(bytes, FNV_OFFSET);
+    for (name, value) in params {
+        seed = fnv1a(value.as_bytes(), fnv1a(name.as_bytes(), seed));
+    }
+    loop {
+        let boundary = format!("captchaai-engine-{seed:016x}");
+        let clashes = |hay: &[u8]| hay.windows(boundary.len()).any(|w| w == boundary.as_bytes());
+        if !clashes(bytes) && !params.iter().any(|(n, v)| clashes(n.as_bytes()) || clashes(v.as_bytes())) {
+            return boundary;
+        }
+        seed = fnv1a(&seed.to_le_bytes(), seed);
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a(bytes: &[u8], mut hash: u64) -> u64 {
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}

@@ -1,0 +1,53 @@
+//! A pure state machine for CaptchaAI's `in.php` / `res.php` protocol: no IO, no clock, no
+//! randomness it was not given. A host drives a [`Solve`] by passing the time in, sending the
+//! requests it asks for, sleeping until the times it names, and feeding replies back.
+//!
+//! ```
+//! use captchaai_engine::{Config, Output, Solve};
+//!
+//! let task = r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"https://example.com/login"}"#;
+//! let mut solve = Solve::from_json(task, "0123456789abcdef0123456789abcdef", &Config::default(), 0).unwrap();
+//! let mut now = 0;
+//! let mut replies = [r#"{"status":1,"request":"7412"}"#, "CAPCHA_NOT_READY", r#"{"status":1,"request":"0.TOKEN"}"#].into_iter();
+//! let solution = loop {
+//!     match solve.poll_output(now).unwrap() {
+//!         Output::Send(request) => {
+//!             // A real host POSTs request.body to request.url here.
+//!             solve.handle_response(now, request.id, 200, replies.next().unwrap().as_bytes()).unwrap();
+//!         }
+//!         Output::WaitUntil(t) => now = t, // a real host sleeps
+//!         Output::Solved(solution) => break solution,
+//!         Output::Failed(failure) => panic!("{failure}"),
+//!     }
+//! };
+//! assert_eq!(solution.answer.as_str(), "0.TOKEN");
+//! assert_eq!(solution.polls, 2);
+//! ```
+//!
+//! Use it only against portals you own or are licensed to automate.
+
+pub mod account;
+mod answer;
+pub mod codes;
+mod config;
+mod error;
+mod http;
+mod outcome;
+pub mod registry;
+pub mod reply;
+mod snapshot;
+mod solve;
+mod task;
+pub mod vectors;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+pub use codes::Class;
+pub use config::{Config, DEFAULT_BASE_URL};
+pub use error::{Misuse, RestoreError, ValidationError};
+pub use http::{ApiKey, Body, HttpRequest, RequestKind, TransportError};
+pub use outcome::{Answer, Failure, Solution};
+pub use snapshot::{FORMAT as SNAPSHOT_FORMAT, VERSION as SNAPSHOT_VERSION};
+pub use solve::{Output, Solve};
+pub use task::{Image, ImageFormat, Task, Upload};

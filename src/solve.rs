@@ -1,0 +1,557 @@
+//! The solve state machine.
+//!
+//! A host drives one solve by calling [`Solve::poll_output`] with the current time and acting on
+//! the [`Output`]: send the request and feed the reply back with [`Solve::handle_response`] (or
+//! [`Solve::handle_transport_error`]), sleep until the given time, or take the terminal result.
+//!
+//! ```text
+//!   Ready(submit) ──send──▶ Awaiting(submit) ──id──▶ Ready(poll @ +initial wait) ──send──▶ Awaiting(poll)
+//!        ▲   ▲                 │  ZERO_BALANCE                 ▲                              │
+//!        │   └──busy: +8 s──── Awaiting(threadsinfo)           └──── not ready: +interval ────┤
+//!        └──────────── unsolvable: fresh task (bounded) ─────────────────────────────────────┘
+//!                                                        answer ──▶ Solved      permanent ──▶ Failed
+//! ```
+//!
+//! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::answer;
+use crate::codes::{self, Action, Class, CodeInfo};
+use crate::config::{Config, Timings};
+use crate::error::{Misuse, RestoreError, ValidationError};
+use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
+use crate::outcome::{Failure, Solution};
+use crate::reply::{self, Reply};
+use crate::snapshot;
+use crate::task::{Task, Upload};
+
+/// What the host should do next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Send this request, then feed back its reply or transport error.
+    Send(HttpRequest),
+    /// Nothing to do before this time (epoch ms), unless a reply arrives first. Waking early is
+    /// harmless.
+    WaitUntil(u64),
+    /// Terminal and sticky: every later call returns the same.
+    Solved(Solution),
+    /// Terminal and sticky: every later call returns the same.
+    Failed(Failure),
+}
+
+/// One in-flight solve. Holds the API key in memory only; snapshots never contain it.
+pub struct Solve {
+    key: ApiKey,
+    task: Task,
+    config: Config,
+    timings: Timings,
+    derived: Derived,
+    state: State,
+}
+
+/// Values computed from the task and config, never serialized.
+struct Derived {
+    submit_url: String,
+    res_url: String,
+    submit_params: Vec<(String, String)>,
+}
+
+/// The whole in-flight state (what a snapshot holds besides the task and config).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct State {
+    /// The latest time this solve has been given.
+    pub now: u64,
+    /// The id the next request gets (ids start at 1).
+    pub next_id: u32,
+    pub phase: Phase,
+    /// When the original submit was sent: the deadline counts from here.
+    pub started_at: Option<u64>,
+    /// Tasks submitted so far for this solve (1 + fresh resubmissions).
+    pub attempt: u32,
+    pub submit_retries: u32,
+    /// Consecutive failed polls.
+    pub poll_errors: u32,
+    /// Times every thread was busy and the submit waited.
+    pub busy_rounds: u32,
+    pub polls: u32,
+    pub task_id: Option<String>,
+    /// Jitter generator state.
+    pub rng: u64,
+    /// The failure reported if the deadline passes before the scheduled step can run.
+    pub pending: Option<Failure>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Phase {
+    /// `step` may be sent from `at`.
+    Ready { step: Step, at: u64 },
+    /// Request `id` for `step` was sent at `sent_at`.
+    Awaiting { step: Step, id: u32, sent_at: u64 },
+    Solved { solution: Solution },
+    Failed { failure: Failure },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Step {
+    Submit,
+    ThreadsInfo,
+    Poll,
+}
+
+impl Solve {
+    /// Starts a solve at `now`. Validates the config against the task's type; nothing is sent
+    /// until the first [`Solve::poll_output`].
+    pub fn new(task: Task, key: ApiKey, config: &Config, now: u64) -> Result<Solve, ValidationError> {
+        let (config, timings) = config.resolve(task.spec())?;
+        let state = State {
+            now,
+            next_id: 1,
+            phase: Phase::Ready { step: Step::Submit, at: now },
+            started_at: None,
+            attempt: 1,
+            submit_retries: 0,
+            poll_errors: 0,
+            busy_rounds: 0,
+            polls: 0,
+            task_id: None,
+            rng: config.jitter_seed.unwrap_or(0),
+            pending: None,
+        };
+        Ok(Solve::assemble(key, task, config, timings, state))
+    }
+
+    /// Validates task JSON, key and config together, as every host-facing interface does: any
+    /// problem is a permanent [`Failure`] naming the field, with nothing sent.
+    pub fn from_json(task_json: &str, key: &str, config: &Config, now: u64) -> Result<Solve, Failure> {
+        let key = ApiKey::new(key)?;
+        let task = Task::from_json(task_json)?;
+        Ok(Solve::new(task, key, config, now)?)
+    }
+
+    /// Continues a solve from [`Solve::snapshot`], with the key supplied again. The restored
+    /// solve makes exactly the decisions the original would have.
+    pub fn restore(snapshot: &str, key: ApiKey) -> Result<Solve, RestoreError> {
+        let (task, config, state) = snapshot::read(snapshot)?;
+        let (config, timings) = config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
+        check_state(&state, &config).map_err(RestoreError::Invalid)?;
+        Ok(Solve::assemble(key, task, config, timings, state))
+    }
+
+    fn assemble(key: ApiKey, task: Task, config: Config, timings: Timings, state: State) -> Solve {
+        let endpoint = if task.is_sync() { "solve.php" } else { "in.php" };
+        let derived = Derived {
+            submit_url: format!("{}/{endpoint}", config.base_url),
+            res_url: format!("{}/res.php", config.base_url),
+            submit_params: task.params(),
+        };
+        Solve { key, task, config, timings, derived, state }
+    }
+
+    /// The whole in-flight state as a small versioned JSON string, without the key. It does
+    /// hold the task (with any proxy credentials and cookies in it).
+    pub fn snapshot(&self) -> String {
+        snapshot::write(&self.task, &self.config, &self.state)
+    }
+
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The current CaptchaAI task id, once a submit was accepted.
+    pub fn task_id(&self) -> Option<&str> {
+        self.state.task_id.as_deref()
+    }
+
+    /// When the solve's deadline passes (epoch ms); known once the first submit was sent.
+    pub fn deadline(&self) -> Option<u64> {
+        self.state.started_at.map(|start| start.saturating_add(self.timings.deadline_ms))
+    }
+
+    /// Whether the solve has reached a terminal output.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state.phase, Phase::Solved { .. } | Phase::Failed { .. })
+    }
+
+    /// The next thing to do at `now` (epoch ms). A request left unanswered past its
+    /// `timeout_ms` counts as timed out here.
+    pub fn poll_output(&mut self, now: u64) -> Result<Output, Misuse> {
+        self.check_time(now)?;
+        self.state.now = now;
+        loop {
+            match self.state.phase {
+                Phase::Solved { ref solution } => return Ok(Output::Solved(solution.clone())),
+                Phase::Failed { ref failure } => return Ok(Output::Failed(failure.clone())),
+                Phase::Awaiting { step, sent_at, .. } => {
+                    let until = sent_at.saturating_add(self.config.request_timeout_ms);
+                    if now < until {
+                        return Ok(Output::WaitUntil(until));
+                    }
+                    self.on_transport(now, step, TransportError::Timeout);
+                }
+                Phase::Ready { step, at } => {
+                    if now < at {
+                        return Ok(Output::WaitUntil(at));
+                    }
+                    if self.deadline().is_some_and(|deadline| now >= deadline) {
+                        let failure = self.state.pending.take().unwrap_or_else(|| self.deadline_failure());
+                        self.finish_failed(failure);
+                        continue;
+                    }
+                    return Ok(Output::Send(self.send(step, now)));
+                }
+            }
+        }
+    }
+
+    /// Feeds back the reply to request `request_id`, received at `now`.
+    pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<(), Misuse> {
+        self.check_time(now)?;
+        let step = self.awaited(request_id)?;
+        self.state.now = now;
+        let reply = reply::parse(status, body);
+        match step {
+            Step::Submit => self.on_submit_reply(now, reply),
+            Step::ThreadsInfo => self.on_threads_reply(now, reply),
+            Step::Poll => self.on_poll_reply(now, reply),
+        }
+        Ok(())
+    }
+
+    /// Reports that request `request_id` failed without a reply.
+    pub fn handle_transport_error(&mut self, now: u64, request_id: u32, error: TransportError) -> Result<(), Misuse> {
+        self.check_time(now)?;
+        let step = self.awaited(request_id)?;
+        self.state.now = now;
+        self.on_transport(now, step, error);
+        Ok(())
+    }
+
+    fn check_time(&self, now: u64) -> Result<(), Misuse> {
+        if now < self.state.now {
+            return Err(Misuse::TimeWentBackwards { last: self.state.now, now });
+        }
+        Ok(())
+    }
+
+    fn awaited(&self, request_id: u32) -> Result<Step, Misuse> {
+        match self.state.phase {
+            Phase::Awaiting { step, id, .. } if id == request_id => Ok(step),
+            _ if request_id >= 1 && request_id < self.state.next_id => Err(Misuse::StaleResponse { request_id }),
+            _ => Err(Misuse::UnknownRequest { request_id }),
+        }
+    }
+
+    fn send(&mut self, step: Step, now: u64) -> HttpRequest {
+        let id = self.state.next_id;
+        self.state.next_id = id.saturating_add(1);
+        self.state.started_at.get_or_insert(now);
+        if step == Step::Poll {
+            self.state.polls += 1;
+        }
+        self.state.phase = Phase::Awaiting { step, id, sent_at: now };
+        self.state.pending = None;
+        let timeout = self.config.request_timeout_ms;
+        let res_url = || self.derived.res_url.clone();
+        match step {
+            Step::Submit => self.submit_request(id, timeout),
+            Step::ThreadsInfo => {
+                let body = http::form_body(&self.key, [("action", "threadsinfo")]);
+                HttpRequest::form(id, RequestKind::ThreadsInfo, res_url(), body, timeout)
+            }
+            Step::Poll => {
+                let task_id = self.state.task_id.as_deref().unwrap_or_default();
+                let body = http::form_body(&self.key, [("action", "get"), ("id", task_id)]);
+                HttpRequest::form(id, RequestKind::Poll, res_url(), body, timeout)
+            }
+        }
+    }
+
+    fn submit_request(&self, id: u32, timeout: u64) -> HttpRequest {
+        let url = self.derived.submit_url.clone();
+        let params = &self.derived.submit_params;
+        match (self.task.upload(), self.task.image()) {
+            (Upload::Multipart, Some(image)) => {
+                let bytes = image_bytes(&image.base64);
+                HttpRequest::multipart(id, url, http::multipart_body(&self.key, params, image, &bytes), timeout)
+            }
+            _ => {
+                let pairs = params.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+                HttpRequest::form(id, RequestKind::Submit, url, http::form_body(&self.key, pairs), timeout)
+            }
+        }
+    }
+
+    fn on_submit_reply(&mut self, now: u64, reply: Reply) {
+        match reply {
+            Reply::Ok { value, user_agent } if self.task.is_sync() => self.finish_solved(now, &value, user_agent),
+            Reply::Ok { value, .. } => match task_id_of(&value) {
+                Some(task_id) => {
+                    self.state.task_id = Some(task_id);
+                    self.state.poll_errors = 0;
+                    let failure = self.deadline_failure();
+                    self.schedule(Step::Poll, now.saturating_add(self.timings.initial_wait_ms), failure);
+                }
+                None => self.on_code(now, Step::Submit, unexpected_reply(), "", " (the submit reply held no task id)"),
+            },
+            other => self.on_other_reply(now, Step::Submit, other),
+        }
+    }
+
+    fn on_poll_reply(&mut self, now: u64, reply: Reply) {
+        match reply {
+            Reply::Ok { value, user_agent } => self.finish_solved(now, &value, user_agent),
+            other => self.on_other_reply(now, Step::Poll, other),
+        }
+    }
+
+    /// Codes, not-ready and unreadable replies, through the code table.
+    fn on_other_reply(&mut self, now: u64, step: Step, reply: Reply) {
+        match reply {
+            Reply::NotReady => self.on_code(now, step, code_info(codes::NOT_READY), "", ""),
+            Reply::Code { code, text } => {
+                let detail = text.map(|t| format!(" ({})", clip(&t))).unwrap_or_default();
+                self.on_code(now, step, code_info_wire(&code), &code, &detail)
+            }
+            Reply::Unexpected { status, what } => {
+                self.on_code(now, step, unexpected_reply(), "", &format!(": HTTP {status} with {what}"))
+            }
+            Reply::Ok { .. } | Reply::Threads { .. } => {
+                self.on_code(now, step, unexpected_reply(), "", " (a reply of the wrong kind)")
+            }
+        }
+    }
+
+    fn on_threads_reply(&mut self, now: u64, reply: Reply) {
+        match reply {
+            Reply::Threads { threads, working } if threads == 0 || working < threads => {
+                let failure = self.failure(
+                    code_info(codes::ZERO_BALANCE),
+                    codes::ZERO_BALANCE,
+                    Class::Permanent,
+                    format!(
+                        "ERROR_ZERO_BALANCE while threadsinfo shows free threads ({working} of {threads} busy): \
+                         the plan has expired or is not active"
+                    ),
+                );
+                self.finish_failed(Failure { retry_after_ms: None, ..failure });
+            }
+            Reply::Threads { threads, working } => {
+                self.wait_for_thread(now, format!("all {threads} plan threads are busy ({working} working)"));
+            }
+            Reply::Code { code, .. }
+                if code_info_wire(&code).class == Class::Permanent && code_info_wire(&code).on_submit == Action::Fail =>
+            {
+                let info = code_info_wire(&code);
+                let failure = self.failure(info, &code, info.class, format!("threadsinfo answered {code}: {}", info.meaning));
+                self.finish_failed(failure);
+            }
+            _ => self.wait_for_thread(now, "no free threads (threadsinfo gave no usable answer)".to_owned()),
+        }
+    }
+
+    fn on_transport(&mut self, now: u64, step: Step, error: TransportError) {
+        if step == Step::ThreadsInfo {
+            return self.wait_for_thread(now, format!("no free threads (threadsinfo failed: {})", error.as_str()));
+        }
+        let info = code_info(codes::TRANSPORT_ERROR);
+        self.on_code(now, step, info, "", &format!(" ({})", error.as_str()));
+    }
+
+    /// Applies the table's action for `info` at `step`. `raw` is the wire code (empty: use the
+    /// row's own code); `detail` is appended to the row's meaning.
+    fn on_code(&mut self, now: u64, step: Step, info: &'static CodeInfo, raw: &str, detail: &str) {
+        let code = if raw.is_empty() { info.code } else { raw };
+        let failure = self.failure(info, code, info.class, format!("{}{detail}", info.meaning));
+        let action = if step == Step::Poll { info.on_poll } else { info.on_submit };
+        match (action, step) {
+            (Action::PollAgain, Step::Poll) => {
+                self.state.poll_errors = 0;
+                let at = now.saturating_add(self.timings.poll_interval_ms);
+                let late = self.deadline_failure();
+                self.schedule(Step::Poll, at, late);
+            }
+            (Action::Retry, Step::Poll) => {
+                self.state.poll_errors += 1;
+                if self.state.poll_errors > self.config.max_poll_errors {
+                    return self.finish_failed(failure);
+                }
+                let wait = self.timings.poll_interval_ms.max(info.retry_after_ms.unwrap_or(0));
+                let late = self.deadline_failure();
+                self.schedule(Step::Poll, now.saturating_add(wait), late);
+            }
+            (Action::Retry | Action::PollAgain, _) => {
+                if self.state.submit_retries >= self.config.max_submit_retries {
+                    return self.finish_failed(failure);
+                }
+                self.state.submit_retries += 1;
+                let wait = backoff(self.state.submit_retries, info.retry_after_ms.unwrap_or(5_000));
+                self.schedule(Step::Submit, now.saturating_add(wait), failure);
+            }
+            (Action::DiagnoseThreads, _) => self.schedule(Step::ThreadsInfo, now, failure),
+            (Action::WaitForThread, _) => self.wait_for_thread(now, format!("no free slot ({code})")),
+            (Action::Resubmit, _) => {
+                if self.state.attempt > self.config.unsolvable_retries {
+                    return self.finish_failed(failure);
+                }
+                self.state.attempt += 1;
+                self.state.task_id = None;
+                self.state.submit_retries = 0;
+                self.state.poll_errors = 0;
+                self.schedule(Step::Submit, now, failure);
+            }
+            (Action::Fail, _) => self.finish_failed(failure),
+        }
+    }
+
+    /// Every thread is busy: wait, then submit again (within the deadline).
+    fn wait_for_thread(&mut self, now: u64, why: String) {
+        self.state.busy_rounds += 1;
+        let info = code_info(codes::ZERO_BALANCE);
+        let failure = self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));
+        self.schedule(Step::Submit, now.saturating_add(codes::BUSY_WAIT_MS), failure);
+    }
+
+    /// Schedules `step` at `at` (plus jitter), or fails with `if_late` when that is past the
+    /// deadline: nothing is ever sent at or after the deadline.
+    fn schedule(&mut self, step: Step, at: u64, if_late: Failure) {
+        let at = at.saturating_add(self.jitter());
+        match self.deadline() {
+            Some(deadline) if at >= deadline => self.finish_failed(if_late),
+            _ => {
+                self.state.phase = Phase::Ready { step, at };
+                self.state.pending = Some(if_late);
+            }
+        }
+    }
+
+    fn finish_solved(&mut self, now: u64, value: &Value, user_agent: Option<String>) {
+        let spec = self.task.spec();
+        let submitted_at = self.state.started_at.unwrap_or(now);
+        let solution = Solution {
+            answer: answer::build(spec.answer, value),
+            user_agent,
+            task_id: self.state.task_id.clone(),
+            submitted_at,
+            solved_at: now,
+            elapsed_ms: now.saturating_sub(submitted_at),
+            polls: self.state.polls,
+            attempts: self.state.attempt,
+            expires_at: spec.token_ttl_ms.map(|ttl| now.saturating_add(ttl)),
+        };
+        self.state.pending = None;
+        self.state.phase = Phase::Solved { solution };
+    }
+
+    fn finish_failed(&mut self, failure: Failure) {
+        self.state.pending = None;
+        self.state.phase = Phase::Failed { failure };
+    }
+
+    fn failure(&self, info: &CodeInfo, code: &str, class: Class, message: String) -> Failure {
+        Failure {
+            code: code.to_owned(),
+            class,
+            message: redact(message, self.key.expose()),
+            retry_after_ms: info.retry_after_ms,
+            field: None,
+            task_id: self.state.task_id.clone(),
+        }
+    }
+
+    fn deadline_failure(&self) -> Failure {
+        let info = code_info(codes::DEADLINE_EXCEEDED);
+        let seconds = self.timings.deadline_ms / 1_000;
+        self.failure(info, info.code, info.class, format!("no answer within the {seconds} s deadline"))
+    }
+
+    /// Uniform jitter in `0..=max_jitter_ms` from the seeded generator (none without a seed).
+    fn jitter(&mut self) -> u64 {
+        if self.config.jitter_seed.is_none() || self.config.max_jitter_ms == 0 {
+            return 0;
+        }
+        self.state.rng = self.state.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % (self.config.max_jitter_ms + 1)
+    }
+}
+
+/// Exponential backoff for submit retries: `base`, doubling, capped at 60 s.
+fn backoff(retry: u32, base: u64) -> u64 {
+    base.saturating_mul(1 << (retry.saturating_sub(1)).min(16)).min(60_000)
+}
+
+fn code_info(code: &str) -> &'static CodeInfo {
+    codes::lookup(code).unwrap_or(&codes::UNKNOWN)
+}
+
+fn code_info_wire(code: &str) -> &'static CodeInfo {
+    codes::lookup_wire(code).unwrap_or(&codes::UNKNOWN)
+}
+
+fn unexpected_reply() -> &'static CodeInfo {
+    code_info(codes::UNEXPECTED_REPLY)
+}
+
+/// A task id is a short run of printable characters, sent as a string or an integer.
+fn task_id_of(value: &Value) -> Option<String> {
+    let id = match value {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) if n.is_u64() => n.to_string(),
+        _ => return None,
+    };
+    let printable = id.bytes().all(|b| b.is_ascii_graphic());
+    (!id.is_empty() && id.len() <= 64 && printable).then_some(id)
+}
+
+fn image_bytes(base64: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(base64).unwrap_or_default()
+}
+
+fn clip(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
+/// Removes the key from text that may echo server content.
+fn redact(message: String, key: &str) -> String {
+    if message.contains(key) { message.replace(key, "<redacted>") } else { message }
+}
+
+/// Consistency checks for restored state.
+fn check_state(state: &State, config: &Config) -> Result<(), String> {
+    if state.next_id == 0 || state.attempt == 0 || state.attempt > config.unsolvable_retries + 1 {
+        return Err("counters out of range".into());
+    }
+    if state.started_at.is_some_and(|start| start > state.now) {
+        return Err("started_at is after now".into());
+    }
+    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Value::from(id.as_str())).as_ref() != Some(id)) {
+        return Err("task_id is malformed".into());
+    }
+    match state.phase {
+        Phase::Awaiting { id, sent_at, step } => {
+            if id == 0 || id >= state.next_id || sent_at > state.now {
+                return Err("the awaited request is inconsistent".into());
+            }
+            if step == Step::Poll && state.task_id.is_none() {
+                return Err("polling without a task id".into());
+            }
+        }
+        Phase::Ready { step: Step::Poll, .. } if state.task_id.is_none() => {
+            return Err("polling without a task id".into());
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! Tasks: parsing task JSON against the registry, validating every field before anything is
+//! sent, and producing the `in.php` parameters.
+//!
+//! Task JSON is an object with `type` (a registry name), the type's fields by their task names,
+//! and an optional `extra` object of pass-through parameters:
+//! `{"type": "recaptcha_v2", "sitekey": "6Le...", "pageurl": "https://example.com/login"}`.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use serde_json::{Map, Value};
+
+use crate::codes;
+use crate::error::ValidationError;
+use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
+
+/// Parameters that a task's `extra` object may never set.
+pub const RESERVED_PARAMS: &[&str] = &["key", "method", "json"];
+
+const MAX_EXTRA_VALUE_BYTES: usize = 64 * 1024;
+
+/// How the submit goes over the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upload {
+    /// `application/x-www-form-urlencoded` (images as base64 in a field).
+    Form,
+    /// `multipart/form-data` with the image as a `file` part (`method=post`).
+    Multipart,
+}
+
+/// A validated task. Construct it with [`Task::from_json`] or [`Task::from_value`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    spec: &'static TypeSpec,
+    values: Vec<(&'static FieldSpec, FieldValue)>,
+    extra: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum FieldValue {
+    Text(String),
+    Flag(bool),
+    Int(i64),
+    Image(Image),
+    Images(Vec<Image>),
+}
+
+/// A decoded, checked image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    /// Canonical (padded, standard alphabet) base64 of the bytes.
+    pub base64: String,
+    pub format: ImageFormat,
+    pub len: usize,
+}
+
+/// The image formats CaptchaAI accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    Jpeg,
+    Png,
+    Gif,
+}
+
+impl ImageFormat {
+    pub fn mime(self) -> &'static str {
+        match self {
+            ImageFormat::Jpeg => "image/jpeg",
+            ImageFormat::Png => "image/png",
+            ImageFormat::Gif => "image/gif",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Jpeg => "jpg",
+            ImageFormat::Png => "png",
+            ImageFormat::Gif => "gif",
+        }
+    }
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ValidationError {
+    ValidationError::new(codes::INVALID_TASK, Some(field.into()), message)
+}
+
+impl Task {
+    /// Parses and validates task JSON. Errors name the offending field.
+    pub fn from_json(json: &str) -> Result<Task, ValidationError> {
+        let value: Value = serde_json::from_str(json)
+            .map_err(|e| ValidationError::new(codes::INVALID_TASK, None, format!("task is not valid JSON: {e}")))?;
+        Task::from_value(&value)
+    }
+
+    /// Validates an already parsed task object.
+    pub fn from_value(value: &Value) -> Result<Task, ValidationError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
+        let spec = type_of(object)?;
+        for name in object.keys() {
+            if name != "type" && name != "extra" && spec.field(name).is_none() {
+                return Err(unknown_field(spec, name));
+            }
+        }
+        let mut values = Vec::new();
+        for field in spec.fields {
+            let given = object.get(field.name).filter(|v| !v.is_null()).cloned();
+            match given.or_else(|| field.default.map(Value::from)) {
+                Some(v) => values.push((field, parse_field(field, &v)?)),
+                None if field.required => {
+                    return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
+                }
+                None => {}
+            }
+        }
+        let mut task = Task { spec, values, extra: Vec::new() };
+        task.check_combinations()?;
+        if let Some(extra) = object.get("extra").filter(|v| !v.is_null()) {
+            task.extra = task.parse_extra(extra)?;
+        }
+        Ok(task)
+    }
+
+    /// The registry row of this task's type.
+    pub fn spec(&self) -> &'static TypeSpec {
+        self.spec
+    }
+
+    /// Whether the image goes up as a multipart file or a form field.
+    pub fn upload(&self) -> Upload {
+        match self.text("upload") {
+            Some("multipart") => Upload::Multipart,
+            _ => Upload::Form,
+        }
+    }
+
+    /// Whether the task opted into synchronous solving through `solve.php`.
+    pub fn is_sync(&self) -> bool {
+        self.flag("sync")
+    }
+
+    /// The `method` sent to `in.php` (a multipart upload uses `post`).
+    pub fn method(&self) -> &'static str {
+        match self.upload() {
+            Upload::Multipart => "post",
+            Upload::Form => self.spec.method,
+        }
+    }
+
+    /// The image of an image task, if any.
+    pub fn image(&self) -> Option<&Image> {
+        self.values.iter().find_map(|(_, v)| match v {
+            FieldValue::Image(image) => Some(image),
+            _ => None,
+        })
+    }
+
+    /// The submit parameters in wire order, without `key`, `json` and (for multipart) the file:
+    /// `method`, the fields in table order, the type's fixed parameters, then `extra` by name.
+    pub fn params(&self) -> Vec<(String, String)> {
+        let mut params = vec![("method".to_owned(), self.method().to_owned())];
+        let multipart = self.upload() == Upload::Multipart;
+        for (field, value) in &self.values {
+            match value {
+                _ if field.param.is_empty() => {}
+                FieldValue::Text(text) => params.push((field.param.to_owned(), text.clone())),
+                FieldValue::Flag(true) => params.push((field.param.to_owned(), "1".to_owned())),
+                FieldValue::Flag(false) => {}
+                FieldValue::Int(n) => params.push((field.param.to_owned(), n.to_string())),
+                FieldValue::Image(_) if multipart => {}
+                FieldValue::Image(image) => params.push((field.param.to_owned(), image.base64.clone())),
+                FieldValue::Images(images) => {
+                    for (i, image) in images.iter().enumerate() {
+                        let uri = format!("data:{};base64,{}", image.format.mime(), image.base64);
+                        params.push((format!("{}_{}", field.param, i + 1), uri));
+                    }
+                }
+            }
+        }
+        for (name, value) in self.spec.fixed {
+            params.push(((*name).to_owned(), (*value).to_owned()));
+        }
+        params.extend(self.extra.iter().cloned());
+        params
+    }
+
+    /// The canonical task JSON: normalised values, defaults filled in. Parsing it gives back an
+    /// equal task.
+    pub fn to_value(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("type".into(), Value::from(self.spec.name));
+        for (field, value) in &self.values {
+            let json = match value {
+                FieldValue::Text(text) => Value::from(text.as_str()),
+                FieldValue::Flag(flag) => Value::from(*flag),
+                FieldValue::Int(n) => Value::from(*n),
+                FieldValue::Image(image) => Value::from(image.base64.as_str()),
+                FieldValue::Images(images) => images.iter().map(|i| Value::from(i.base64.as_str())).collect(),
+            };
+            object.insert(field.name.into(), json);
+        }
+        if !self.extra.is_empty() {
+            let extra = self.extra.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+            object.insert("extra".into(), Value::Object(extra));
+        }
+        Value::Object(object)
+    }
+
+    fn get(&self, name: &str) -> Option<&FieldValue> {
+        self.values.iter().find(|(f, _)| f.name == name).map(|(_, v)| v)
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        match self.get(name) {
+            Some(FieldValue::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(FieldValue::Flag(true)))
+    }
+
+    fn int(&self, name: &str) -> Option<i64> {
+        match self.get(name) {
+            Some(FieldValue::Int(n)) => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn check_combinations(&self) -> Result<(), ValidationError> {
+        let has_proxy = self.get("proxy").is_some();
+        let has_type = self.get("proxytype").is_some();
+        if has_proxy && !has_type {
+            return Err(invalid("proxytype", "`proxytype` (HTTP, HTTPS, SOCKS4 or SOCKS5) is required with `proxy`"));
+        }
+        if has_type && !has_proxy {
+            return Err(invalid("proxytype", "`proxytype` was given without `proxy`"));
+        }
+        if let (Some(min), Some(max)) = (self.int("min_len"), self.int("max_len"))
+            && max > 0
+            && min > max
+        {
+            return Err(invalid("min_len", format!("`min_len` ({min}) is greater than `max_len` ({max})")));
+        }
+        Ok(())
+    }
+
+    fn parse_extra(&self, extra: &Value) -> Result<Vec<(String, String)>, ValidationError> {
+        let object = extra
+            .as_object()
+            .ok_or_else(|| invalid("extra", "`extra` must be an object of parameter names to values"))?;
+        let generated = self.params();
+        let mut out = Vec::with_capacity(object.len());
+        for (name, value) in object {
+            let field = format!("extra.{name}");
+            if RESERVED_PARAMS.contains(&name.as_str()) {
+                return Err(invalid(field, format!("`{name}` is set by the engine and cannot be overridden")));
+            }
+            if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+                return Err(invalid(field, "extra parameter names must be 1-64 characters without control characters"));
+            }
+            if generated.iter().any(|(p, _)| p == name) || name == "file" || name == "body" {
+                return Err(invalid(field, format!("`{name}` is already set by this task's fields")));
+            }
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => u8::from(*b).to_string(),
+                _ => return Err(invalid(field, "extra values must be strings, numbers or booleans")),
+            };
+            if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
+                return Err(invalid(field, "extra values must be text up to 64 KiB without control characters"));
+            }
+            out.push((name.clone(), text));
+        }
+        Ok(out)
+    }
+}
+
+fn type_of(object: &Map<String, Value>) -> Result<&'static TypeSpec, ValidationError> {
+    let name = match object.get("type") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(invalid("type", "`type` must be a string")),
+        None => return Err(invalid("type", "`type` is required")),
+    };
+    if let Some(spec) = registry::lookup(name) {
+        return Ok(spec);
+    }
+    if let Some((_, reason)) = registry::UNSUPPORTED.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        return Err(invalid("type", *reason));
+    }
+    let known: Vec<&str> = registry::TYPES.iter().map(|t| t.name).collect();
+    Err(invalid("type", format!("unknown type `{}`; supported: {}", clip(name), known.join(", "))))
+}
+
+fn unknown_field(spec: &TypeSpec, name: &str) -> ValidationError {
+    let hint = spec
+        .fields
+        .iter()
+        .find(|f| f.param == name && f.name != name)
+        .map(|f| format!(" (did you mean `{}`?)", f.name))
+        .unwrap_or_default();
+    invalid(
+        clip(name),
+        format!("unknown field `{}` for type {}{hint}; pass-through parameters go in `extra`", clip(name), spec.name),
+    )
+}
+
+/// Shortens untrusted text quoted back in messages.
+fn clip(text: &str) -> String {
+    text.chars().take(64).filter(|c| !c.is_control()).collect()
+}
+
+fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, ValidationError> {
+    let name = field.name;
+    Ok(match field.kind {
+        FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
+        FieldKind::Url => FieldValue::Text(url(name, value)?),
+        FieldKind::Flag | FieldKind::Sync => FieldValue::Flag(flag(name, value)?),
+        FieldKind::Score => FieldValue::Text(score(name, value)?),
+        FieldKind::Choice(options) => FieldValue::Text(choice(name, value, options)?.to_owned()),
+        FieldKind::Upload => FieldValue::Text(choice(name, value, &["base64", "multipart"])?.to_owned()),
+        FieldKind::Int(min, max) => FieldValue::Int(int(name, value, min, max)?),
+        FieldKind::Proxy => FieldValue::Text(proxy(name, value)?),
+        FieldKind::Image => FieldValue::Image(image(name, value, None)?),
+        FieldKind::ImageSet(count) => FieldValue::Images(image_set(name, value, count)?),
+    })
+}
+
+fn text(name: &str, value: &Value, max: usize) -> Result<String, ValidationError> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return Err(invalid(name, format!("`{name}` must be a string"))),
+    };
+    if text.trim().is_empty() {
+        return Err(invalid(name, format!("`{name}` must not be empty")));
+    }
+    if text.chars().count() > max {
+        return Err(invalid(name, format!("`{name}` is longer than {max} characters")));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(invalid(name, format!("`{name}` must not contain control characters")));
+    }
+    Ok(text)
+}
+
+fn url(name: &str, value: &Value) -> Result<String, ValidationError> {
+    let text = text(name, value, 2_048)?;
+    let lower = text.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+        .ok_or_else(|| invalid(name, format!("`{name}` must be an absolute http:// or https:// URL")))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') || text.chars().any(char::is_whitespace) {
+        return Err(invalid(name, format!("`{name}` must be an absolute URL with a host and no spaces")));
+    }
+    Ok(text)
+}
+
+fn flag(name: &str, value: &Value) -> Result<bool, ValidationError> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(false),
+        Value::Number(n) if n.as_u64() == Some(1) => Ok(true),
+        Value::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
+        Value::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
+        _ => Err(invalid(name, format!("`{name}` must be true or false"))),
+    }
+}
+
+fn number(name: &str, value: &Value) -> Result<f64, ValidationError> {
+    let n = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    n.filter(|n| n.is_finite()).ok_or_else(|| invalid(name, format!("`{name}` must be a number")))
+}
+
+fn score(name: &str, value: &Value) -> Result<String, ValidationError> {
+    let n = number(name, value)?;
+    if !(0.1..=0.9).contains(&n) {
+        return Err(invalid(name, format!("`{name}` must be between 0.1 and 0.9")));
+    }
+    Ok(format!("{}", (n * 100.0).round() / 100.0))
+}
+
+fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationError> {
+    let n = match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(invalid(name, format!("`{name}` must be a whole number from {min} to {max}"))),
+    }
+}
+
+fn choice(name: &str, value: &Value, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
+    let found = value.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim())));
+    found
+        .copied()
+        .ok_or_else(|| invalid(name, format!("`{name}` must be one of {}", options.join(", "))))
+}
+
+/// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
+/// `proxytype`).
+fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
+    let text = text(name, value, 512)?;
+    let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
+    if text.contains("://") {
+        return Err(bad("no scheme: put HTTP, HTTPS, SOCKS4 or SOCKS5 in `proxytype`"));
+    }
+    if text.chars().any(char::is_whitespace) {
+        return Err(bad("no spaces"));
+    }
+    let host_port = match text.rsplit_once('@') {
+        Some((credentials, host_port)) => {
+            let (user, _password) = credentials.split_once(':').ok_or_else(|| bad("credentials need user:pass"))?;
+            if user.is_empty() {
+                return Err(bad("empty user name"));
+            }
+            host_port
+        }
+        None => &text,
+    };
+    let (host, port) = host_port.rsplit_once(':').ok_or_else(|| bad("missing port"))?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => {}
+        _ => return Err(bad("port must be 1-65535")),
+    }
+    let host_ok = if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    } else {
+        !host.is_empty()
+            && host.len() <= 253
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+    };
+    if !host_ok {
+        return Err(bad("invalid host"));
+    }
+    Ok(text)
+}
+
+fn image_set(name: &str, value: &Value, count: usize) -> Result<Vec<Image>, ValidationError> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
+    if items.len() != count {
+        return Err(invalid(name, format!("`{name}` must hold exactly {count} images (got {})", items.len())));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| image(&format!("{name}[{i}]"), item, Some(registry::MAX_BLS_SIDE_PX)))
+        .collect()
+}
+
+/// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
+/// are ignored).
+fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, ValidationError> {
+    let raw = value.as_str().ok_or_else(|| invalid(name, format!("`{name}` must be a base64 string")))?;
+    let payload = match raw.strip_prefix("data:") {
+        Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),
+        None => raw,
+    };
+    if payload.len() > registry::MAX_IMAGE_BYTES * 2 {
+        return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
+    }
+    let compact: String = payload.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let bytes = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|engine| engine.decode(&compact).ok())
+        .ok_or_else(|| invalid(name, format!("`{name}` is not valid base64")))?;
+    if bytes.len() < registry::MIN_IMAGE_BYTES {
+        return Err(invalid(name, format!("`{name}` is smaller than {} bytes", registry::MIN_IMAGE_BYTES)));
+    }
+    if bytes.len() > registry::MAX_IMAGE_BYTES {
+        return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
+    }
+    let format = sniff(&bytes).ok_or_else(|| invalid(name, format!("`{name}` must be a jpg, png or gif image")))?;
+    if let (Some(max), Some((w, h))) = (max_side, dimensions(format, &bytes))
+        && (w > max || h > max)
+    {
+        return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
+    }
+    Ok(Image { base64: STANDARD.encode(&bytes), format, len: bytes.len() })
+}
+
+/// Recognises an image by its magic bytes.
+pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(ImageFormat::Jpeg)
+    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageFormat::Png)
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some(ImageFormat::Gif)
+    } else {
+        None
+    }
+}
+
+/// Width and height from the image header, where the header can be read.
+pub fn dimensions(format: ImageFormat, bytes: &[u8]) -> Option<(u32, u32)> {
+    let be16 = |i: usize| Some(u32::from(u16::from_be_bytes([*bytes.get(i)?, *bytes.get(i + 1)?])));
+    match format {
+        ImageFormat::Png => {
+            let be32 = |i: usize| Some(u32::from_be_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
+            Some((be32(16)?, be32(20)?))
+        }
+        ImageFormat::Gif => {
+            let le16 = |i: usize| Some(u32::from(u16::from_le_bytes([*bytes.get(i)?, *bytes.get(i + 1)?])));
+            Some((le16(6)?, le16(8)?))
+        }
+        ImageFormat::Jpeg => {
+            let mut i = 2;
+            while i + 3 < bytes.len() {
+                if bytes[i] != 0xFF {
+                    return None;
+                }
+                let marker = bytes[i + 1];
+                if marker == 0xFF {
+                    i += 1;
+                    continue;
+                }
+                if (0xD0..=0xD9).contains(&marker) || marker == 0x01 {
+                    i += 2;
+                    continue;
+                }
+                let is_frame = (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
+                if is_frame {
+                    return Some((be16(i + 7)?, be16(i + 5)?));
+                }
+                i += 2 + usize::try_from(be16(i + 2)?).ok()?;
+            }
+            None
+        }
+    }
+}
