@@ -122,10 +122,7 @@ pub(crate) enum AnswerSpec {
 }
 
 fn unix_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 fn cells_answer(rng: &mut SplitMix64, cells: u64, min: u64, max: u64) -> String {
@@ -272,10 +269,7 @@ fn flag(p: &Params, name: &str) -> Result<bool, &'static str> {
 fn pageurl(p: &Params) -> Result<(), &'static str> {
     let u = p.nonempty("pageurl").ok_or(PAGEURL)?.trim();
     let lower = u.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
-        .ok_or(PAGEURL)?;
+    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://")).ok_or(PAGEURL)?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     if host.is_empty() || u.chars().any(char::is_whitespace) {
         return Err(PAGEURL);
@@ -305,8 +299,8 @@ fn proxy(p: &Params, required: bool) -> Result<(), &'static str> {
     }
     let (host, port) = hostport.rsplit_once(':').ok_or(BAD_PROXY)?;
     let port_ok = port.parse::<u16>().map(|v| v > 0).unwrap_or(false);
-    let host_ok = !host.is_empty()
-        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_');
+    let host_ok =
+        !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_');
     if !port_ok || !host_ok || proxy.chars().any(char::is_whitespace) {
         return Err(BAD_PROXY);
     }
@@ -400,11 +394,8 @@ fn geetest(p: &Params) -> Result<TaskSpec, &'static str> {
         Some("4") | Some("v4") => true,
         Some(_) => return Err(BAD_PARAMETERS),
     };
-    let gt = p
-        .nonempty("gt")
-        .or_else(|| if v4 { p.nonempty("captcha_id") } else { None })
-        .ok_or(BAD_PARAMETERS)?
-        .trim();
+    let gt =
+        p.nonempty("gt").or_else(|| if v4 { p.nonempty("captcha_id") } else { None }).ok_or(BAD_PARAMETERS)?.trim();
     if !(gt.len() == 32 && gt.bytes().all(|b| b.is_ascii_hexdigit())) {
         return Err(WRONG_GOOGLEKEY);
     }
@@ -544,10 +535,10 @@ fn image(p: &Params, multipart_file: bool) -> Result<TaskSpec, &'static str> {
         let Some((filename, data)) = p.file("file") else {
             return Err(if p.multipart { BAD_PARAMETERS } else { UPLOAD });
         };
-        if let Some(ext) = filename.and_then(|f| f.rsplit_once('.')).map(|(_, e)| e.to_ascii_lowercase()) {
-            if !["jpg", "jpeg", "png", "gif"].contains(&ext.as_str()) {
-                return Err(WRONG_FILE_EXTENSION);
-            }
+        if let Some(ext) = filename.and_then(|f| f.rsplit_once('.')).map(|(_, e)| e.to_ascii_lowercase())
+            && !["jpg", "jpeg", "png", "gif"].contains(&ext.as_str())
+        {
+            return Err(WRONG_FILE_EXTENSION);
         }
         check_image(data)?;
     } else {
@@ -614,10 +605,10 @@ fn bls(p: &Params) -> Result<TaskSpec, &'static str> {
         }
         let data = decode_b64(v)?;
         check_image(&data)?;
-        if let Some((w, h)) = image_dimensions(&data) {
-            if w > MAX_BLS_SIDE || h > MAX_BLS_SIDE {
-                return Err(IMAGE_DIMENSIONS_TOO_LARGE);
-            }
+        if let Some((w, h)) = image_dimensions(&data)
+            && (w > MAX_BLS_SIDE || h > MAX_BLS_SIDE)
+        {
+            return Err(IMAGE_DIMENSIONS_TOO_LARGE);
         }
     }
     Ok(TaskSpec {

@@ -109,7 +109,9 @@ pub enum Fault {
     /// HTTP 502 with an nginx HTML page. The request is not processed.
     #[serde(rename = "html_502")]
     Html502,
-    /// HTTP 200 with exactly this text (`text/html`), whatever `json` says. Not processed.
+    /// HTTP 200 with exactly this text (`text/html`), whatever `json` says. Not processed. An
+    /// empty text means the endpoint's default: `CAPCHA_NOT_READY` for `res.php?action=get`,
+    /// `ERROR_SERVER_ERROR` otherwise.
     PlainText(String),
     /// Close the connection without a response. Not processed.
     Drop,
@@ -231,7 +233,8 @@ pub struct EmulatorConfig {
     pub retention_ms: u64,
     /// Per-kind solve-time overrides (kinds not listed use [`CaptchaKind::default_solve_time`]).
     pub solve_times: BTreeMap<CaptchaKind, SolveTime>,
-    /// Maximum request-log entries kept (oldest are dropped first and counted in stats).
+    /// Maximum request-log entries kept (default 200,000; the oldest are dropped first and
+    /// counted in [`crate::emulator::Stats::log_dropped`]). Lower it for load runs.
     pub log_limit: usize,
 }
 
@@ -249,7 +252,7 @@ impl Default for EmulatorConfig {
             ban_ms: 300_000,
             retention_ms: 600_000,
             solve_times: BTreeMap::new(),
-            log_limit: 1_000_000,
+            log_limit: 200_000,
         }
     }
 }

@@ -22,7 +22,12 @@ pub(crate) struct Reply {
 
 impl Reply {
     pub(crate) fn error(code: &str) -> Self {
-        Reply { json: json!({"status": 0, "request": code}), text: code.to_owned(), code: code.to_owned(), task_id: None }
+        Reply {
+            json: json!({"status": 0, "request": code}),
+            text: code.to_owned(),
+            code: code.to_owned(),
+            task_id: None,
+        }
     }
 
     fn ok(request: Json, extra: Vec<(&str, Json)>) -> Self {
@@ -132,7 +137,11 @@ fn poll(st: &mut State, acct: usize, p: &Params, now: u64) -> Reply {
 pub(crate) enum SyncSolve {
     Now(Reply),
     /// Holds a thread of `acct` for `delay_ms` (virtual), then replies.
-    After { acct: usize, delay_ms: u64, reply: Reply },
+    After {
+        acct: usize,
+        delay_ms: u64,
+        reply: Reply,
+    },
 }
 
 /// `/solve.php`: a normal image answered in the same request (holds a thread meanwhile).

@@ -6,6 +6,7 @@
 pub(crate) struct SplitMix64(u64);
 
 impl SplitMix64 {
+    #[cfg(test)]
     pub(crate) fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
@@ -46,9 +47,7 @@ impl SplitMix64 {
 
     /// `n` characters drawn uniformly from `alphabet` (ASCII).
     pub(crate) fn chars(&mut self, alphabet: &[u8], n: usize) -> String {
-        (0..n)
-            .map(|_| alphabet[(self.next_u64() % alphabet.len() as u64) as usize] as char)
-            .collect()
+        (0..n).map(|_| alphabet[(self.next_u64() % alphabet.len() as u64) as usize] as char).collect()
     }
 }
 

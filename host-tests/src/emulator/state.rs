@@ -275,8 +275,8 @@ impl State {
         self.next_id += self.id_rng.range(1, 37);
         let mut rng = SplitMix64::derived(self.seed, STREAM_TASK, id);
         let solve_ms = self.draw_solve_ms(spec.kind, &mut rng);
-        let unsolvable = spec.sitekey.as_ref().is_some_and(|k| self.unsolvable.contains(k))
-            || rng.chance(self.cfg.unsolvable_rate);
+        let unsolvable =
+            spec.sitekey.as_ref().is_some_and(|k| self.unsolvable.contains(k)) || rng.chance(self.cfg.unsolvable_rate);
         let outcome = if unsolvable { Outcome::Unsolvable } else { Outcome::Solved(spec.answer.generate(&mut rng)) };
         let ready_at = now.saturating_add(solve_ms);
         self.accounts[acct].task_busy += 1;

@@ -1,0 +1,29 @@
+//! The `host-tests` command line. Each subcommand lives in its own module with an `Args` struct
+//! (clap derive) and an async `run`; add new ones to [`Command`] and [`run`].
+
+use clap::{Parser, Subcommand};
+
+pub mod emulator;
+
+/// `host-tests`: CaptchaAI engine test host.
+#[derive(Parser)]
+#[command(name = "host-tests", version, about = "CaptchaAI engine test host and emulator")]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the CaptchaAI emulator standalone on 127.0.0.1 until killed.
+    Emulator(emulator::EmulatorArgs),
+}
+
+/// Runs a parsed command line. Errors never contain API keys.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Emulator(args) => emulator::run(args).await,
+    }
+}
