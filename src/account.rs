@@ -3,19 +3,18 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::codes::{self, Class};
 use crate::config::{Config, normalise_base_url};
 use crate::error::{ValidationError, invalid_config};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind};
+use crate::json::Json;
 use crate::outcome::Failure;
 use crate::reply::{self, Reply};
 
 /// The plan's thread cap and how many threads are busy now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadsInfo {
     pub threads: u64,
     pub working_threads: u64,
@@ -25,6 +24,11 @@ impl ThreadsInfo {
     /// Threads free right now.
     pub fn free(&self) -> u64 {
         self.threads.saturating_sub(self.working_threads)
+    }
+
+    /// `{"threads": N, "working_threads": M}`.
+    pub fn to_json(&self) -> Json {
+        Json::object([("threads", Json::from(self.threads)), ("working_threads", self.working_threads.into())])
     }
 }
 
@@ -38,7 +42,12 @@ pub fn balance_request(key: &ApiKey, config: &Config) -> Result<HttpRequest, Val
     account_request(key, config, RequestKind::Balance, "getbalance")
 }
 
-fn account_request(key: &ApiKey, config: &Config, kind: RequestKind, action: &str) -> Result<HttpRequest, ValidationError> {
+fn account_request(
+    key: &ApiKey,
+    config: &Config,
+    kind: RequestKind,
+    action: &str,
+) -> Result<HttpRequest, ValidationError> {
     let base = normalise_base_url(&config.base_url)?;
     if !(1_000..=120_000).contains(&config.request_timeout_ms) {
         return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
@@ -57,18 +66,19 @@ pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failu
 
 /// Reads a `getbalance` reply (JSON `request` or a bare decimal).
 pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
-    let bare = std::str::from_utf8(body).ok().and_then(|t| t.trim().parse::<f64>().ok());
+    let bare = std::str::from_utf8(body).ok().and_then(crate::json::number);
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }
     match reply::parse(status, body) {
         Reply::Ok { value, .. } => {
             let number = match &value {
-                Value::Number(n) => n.as_f64(),
-                Value::String(s) => s.trim().parse().ok(),
-                _ => None,
+                Json::String(s) => crate::json::number(s),
+                other => other.as_f64(),
             };
-            number.filter(|n: &f64| n.is_finite()).ok_or_else(|| reply_failure(Reply::Ok { value, user_agent: None }, "getbalance"))
+            number
+                .filter(|n: &f64| n.is_finite())
+                .ok_or_else(|| reply_failure(Reply::Ok { value, user_agent: None }, "getbalance"))
         }
         other => Err(reply_failure(other, "getbalance")),
     }
@@ -101,8 +111,7 @@ fn reply_failure(reply: Reply, action: &str) -> Failure {
 pub type Ticket = u64;
 
 /// Whether a solve may start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
     /// Start now: a thread is reserved for it.
     Admitted,
@@ -117,7 +126,7 @@ pub struct UnknownTicket(pub Ticket);
 
 /// Admits at most `plan threads - reserve` solves at once and queues the rest in arrival order.
 /// Pure bookkeeping: the host calls `enter` before a solve and `leave` after it ends.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadGate {
     plan_threads: u64,
     reserve: u64,

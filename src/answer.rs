@@ -4,44 +4,45 @@
 //! or in the plain-text forms peers document (`click:1/4/7`, `challenge:..,validate:..`). A
 //! structured answer that cannot be read is returned as text rather than dropped.
 
-use serde_json::{Map, Value};
-
+use crate::json::Json;
 use crate::outcome::Answer;
 use crate::registry::AnswerShape;
 
-pub(crate) fn build(shape: AnswerShape, value: &Value) -> Answer {
+pub(crate) fn build(shape: AnswerShape, value: &Json) -> Answer {
     let structured = match shape {
         AnswerShape::Text => None,
-        AnswerShape::Cells => cells(value).map(Value::from),
-        AnswerShape::Object(keys) => object(value).filter(|o| keys.iter().all(|k| o.contains_key(*k))).map(Value::Object),
+        AnswerShape::Cells => cells(value).map(|cells| Json::Array(cells.into_iter().map(Json::from).collect())),
+        AnswerShape::Object(keys) => {
+            object(value).filter(|fields| keys.iter().all(|k| fields.iter().any(|(f, _)| f == k))).map(Json::Object)
+        }
     };
     match structured {
-        Some(json) => Answer::Json(json.to_string()),
+        Some(json) => Answer::Json(json.to_text()),
         None => Answer::Text(text(value)),
     }
 }
 
-fn text(value: &Value) -> String {
+fn text(value: &Json) -> String {
     match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Json::String(s) => s.clone(),
+        other => other.to_text(),
     }
 }
 
-fn cells(value: &Value) -> Option<Vec<u64>> {
+fn cells(value: &Json) -> Option<Vec<u64>> {
     match value {
-        Value::Array(items) => items.iter().map(cell).collect::<Option<Vec<_>>>().filter(|c| !c.is_empty()),
-        Value::Number(n) => n.as_u64().map(|n| vec![n]),
-        Value::String(s) => {
+        Json::Array(items) => items.iter().map(cell).collect::<Option<Vec<_>>>().filter(|c| !c.is_empty()),
+        Json::Number(_) => value.as_u64().map(|n| vec![n]),
+        Json::String(s) => {
             let s = s.trim();
             if s.starts_with('[') {
-                return serde_json::from_str::<Value>(s).ok().as_ref().and_then(cells);
+                return Json::parse(s).ok().as_ref().and_then(cells);
             }
             let list = s.strip_prefix("click:").unwrap_or(s);
             let cells: Option<Vec<u64>> = list
                 .split(['/', ',', ';', ' '])
                 .filter(|part| !part.is_empty())
-                .map(|part| part.trim().parse().ok())
+                .map(|part| part.parse().ok())
                 .collect();
             cells.filter(|c| !c.is_empty())
         }
@@ -49,28 +50,27 @@ fn cells(value: &Value) -> Option<Vec<u64>> {
     }
 }
 
-fn cell(value: &Value) -> Option<u64> {
+fn cell(value: &Json) -> Option<u64> {
     match value {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+        Json::String(s) => s.trim().parse().ok(),
+        other => other.as_u64(),
     }
 }
 
-fn object(value: &Value) -> Option<Map<String, Value>> {
+fn object(value: &Json) -> Option<Vec<(String, Json)>> {
     match value {
-        Value::Object(map) => Some(map.clone()),
-        Value::String(s) if s.trim_start().starts_with('{') => match serde_json::from_str(s.trim()) {
-            Ok(Value::Object(map)) => Some(map),
+        Json::Object(fields) => Some(fields.clone()),
+        Json::String(s) if s.trim_start().starts_with('{') => match Json::parse(s) {
+            Ok(Json::Object(fields)) => Some(fields),
             _ => None,
         },
-        Value::String(s) => {
-            let mut map = Map::new();
+        Json::String(s) => {
+            let mut fields = Vec::new();
             for pair in s.split(',') {
                 let (k, v) = pair.split_once(':')?;
-                map.insert(k.trim().to_owned(), Value::from(v.trim()));
+                fields.push((k.trim().to_owned(), Json::from(v.trim())));
             }
-            Some(map).filter(|m| !m.is_empty())
+            Some(fields).filter(|f| !f.is_empty())
         }
         _ => None,
     }

@@ -4,11 +4,8 @@
 //! This is the single place that decides how a code is handled; the state machine only reads it.
 //! Sources and the reasoning behind each row are in `../shared/docs/captchaai-api.md` §2.
 
-use serde::{Deserialize, Serialize};
-
 /// What a failure means for the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
     /// Fix the key, plan, account or task before trying again; retrying unchanged cannot help.
     Permanent,
@@ -26,6 +23,11 @@ impl Class {
             Class::Transient => "transient",
             Class::Unsolvable => "unsolvable",
         }
+    }
+
+    /// The class with this name.
+    pub fn parse(name: &str) -> Option<Class> {
+        [Class::Permanent, Class::Transient, Class::Unsolvable].into_iter().find(|c| c.as_str() == name)
     }
 }
 
@@ -122,13 +124,45 @@ pub const TABLE: &[CodeInfo] = &[
     row("CAPTCHA_NOT_READY", Api, Transient, Retry, PollAgain, Some(5_000), "not solved yet (defensive spelling)"),
     row("ERROR_WRONG_USER_KEY", Api, Permanent, Fail, Fail, None, "the key is malformed (must be 32 characters)"),
     row("ERROR_KEY_DOES_NOT_EXIST", Api, Permanent, Fail, Fail, None, "the key is unknown, or the account has no plan"),
-    row(ZERO_BALANCE, Api, Transient, DiagnoseThreads, Retry, Some(BUSY_WAIT_MS), "no free threads: all busy, or no active plan"),
-    row("IP_BANNED", Api, Permanent, Fail, Fail, Some(BAN_RETRY_AFTER_MS), "this IP is banned for 5 minutes after repeated bad-key requests"),
+    row(
+        ZERO_BALANCE,
+        Api,
+        Transient,
+        DiagnoseThreads,
+        Retry,
+        Some(BUSY_WAIT_MS),
+        "no free threads: all busy, or no active plan",
+    ),
+    row(
+        "IP_BANNED",
+        Api,
+        Permanent,
+        Fail,
+        Fail,
+        Some(BAN_RETRY_AFTER_MS),
+        "this IP is banned for 5 minutes after repeated bad-key requests",
+    ),
     row("ERROR_PAGEURL", Api, Permanent, Fail, Fail, None, "pageurl is missing or invalid"),
     row("ERROR_GOOGLEKEY", Api, Permanent, Fail, Fail, None, "the sitekey is missing or blank"),
     row("ERROR_WRONG_GOOGLEKEY", Api, Permanent, Fail, Fail, None, "the sitekey is malformed"),
-    row("ERROR_BAD_TOKEN_OR_PAGEURL", Api, Permanent, Fail, Fail, None, "the sitekey and pageurl do not belong together (an iframe on another domain?)"),
-    row("ERROR_BAD_PARAMETERS", Api, Permanent, Fail, Fail, None, "required parameters are missing or have the wrong type"),
+    row(
+        "ERROR_BAD_TOKEN_OR_PAGEURL",
+        Api,
+        Permanent,
+        Fail,
+        Fail,
+        None,
+        "the sitekey and pageurl do not belong together (an iframe on another domain?)",
+    ),
+    row(
+        "ERROR_BAD_PARAMETERS",
+        Api,
+        Permanent,
+        Fail,
+        Fail,
+        None,
+        "required parameters are missing or have the wrong type",
+    ),
     row("ERROR_ZERO_CAPTCHA_FILESIZE", Api, Permanent, Fail, Fail, None, "the image is too small"),
     row("ERROR_TOO_BIG_CAPTCHA_FILESIZE", Api, Permanent, Fail, Fail, None, "the image is too big"),
     row("ERROR_IMAGE_DIMENSIONS_TOO_LARGE", Api, Permanent, Fail, Fail, None, "the image has too many pixels per side"),
@@ -136,10 +170,26 @@ pub const TABLE: &[CodeInfo] = &[
     row("ERROR_IMAGE_TYPE_NOT_SUPPORTED", Api, Permanent, Fail, Fail, None, "the image type is not recognised"),
     row("ERROR_UPLOAD", Api, Permanent, Fail, Fail, None, "malformed upload or invalid base64"),
     row("ERROR_BAD_PROXY", Api, Permanent, Fail, Fail, None, "the proxy is marked bad: use another one"),
-    row("ERROR_PROXY_CONNECTION_FAILED", Api, Transient, Retry, Retry, Some(10_000), "the solver could not connect through the proxy"),
+    row(
+        "ERROR_PROXY_CONNECTION_FAILED",
+        Api,
+        Transient,
+        Retry,
+        Retry,
+        Some(10_000),
+        "the solver could not connect through the proxy",
+    ),
     row("ERROR_SERVER_ERROR", Api, Transient, Retry, Retry, Some(10_000), "transient server error"),
     row("ERROR_INTERNAL_SERVER_ERROR", Api, Transient, Retry, Retry, Some(10_000), "transient internal server error"),
-    row(UNSOLVABLE, Api, Unsolvable, Resubmit, Resubmit, None, "the service gave up on this captcha; a fresh task may work"),
+    row(
+        UNSOLVABLE,
+        Api,
+        Unsolvable,
+        Resubmit,
+        Resubmit,
+        None,
+        "the service gave up on this captcha; a fresh task may work",
+    ),
     row("ERROR_WRONG_ID_FORMAT", Api, Permanent, Fail, Fail, None, "the task id is not numeric (a client bug)"),
     row("ERROR_WRONG_CAPTCHA_ID", Api, Permanent, Fail, Fail, None, "the task id is unknown or expired"),
     row("ERROR_EMPTY_ACTION", Api, Permanent, Fail, Fail, None, "res.php was called without an action (a client bug)"),
@@ -147,20 +197,60 @@ pub const TABLE: &[CodeInfo] = &[
     row(INVALID_CONFIG, Engine, Permanent, Fail, Fail, None, "the configuration failed validation; nothing was sent"),
     row(INVALID_KEY, Engine, Permanent, Fail, Fail, None, "the API key is malformed; nothing was sent"),
     row(TRANSPORT_ERROR, Engine, Transient, Retry, Retry, Some(5_000), "the request failed in transport or timed out"),
-    row(UNEXPECTED_REPLY, Engine, Transient, Retry, Retry, Some(5_000), "a reply that is neither an answer nor a known code (HTML 5xx page, empty body)"),
+    row(
+        UNEXPECTED_REPLY,
+        Engine,
+        Transient,
+        Retry,
+        Retry,
+        Some(5_000),
+        "a reply that is neither an answer nor a known code (HTML 5xx page, empty body)",
+    ),
     row(DEADLINE_EXCEEDED, Engine, Transient, Fail, Fail, None, "no answer before the solve's deadline"),
     row("ERROR_DOMAIN_NOT_ALLOWED", Legacy, Permanent, Fail, Fail, None, "the domain is not allowed"),
     row("ERROR_CAPTCHAIMAGE_BLOCKED", Legacy, Permanent, Fail, Fail, None, "the image is marked unrecognisable"),
-    row("ERROR_BAD_DUPLICATES", Legacy, Unsolvable, Resubmit, Resubmit, None, "not enough matching answers within the allowed tries"),
+    row(
+        "ERROR_BAD_DUPLICATES",
+        Legacy,
+        Unsolvable,
+        Resubmit,
+        Resubmit,
+        None,
+        "not enough matching answers within the allowed tries",
+    ),
     row("ERROR_IP_NOT_ALLOWED", Legacy, Permanent, Fail, Fail, None, "this IP is not on the account's allow list"),
     row("ERROR_IP_ADDRES", Legacy, Permanent, Fail, Fail, None, "the pingback IP does not match"),
-    row("ERROR_TOKEN_EXPIRED", Legacy, Permanent, Fail, Fail, None, "the challenge token has expired: fetch a fresh one"),
+    row(
+        "ERROR_TOKEN_EXPIRED",
+        Legacy,
+        Permanent,
+        Fail,
+        Fail,
+        None,
+        "the challenge token has expired: fetch a fresh one",
+    ),
     row("ERROR_DUPLICATE_REPORT", Legacy, Permanent, Fail, Fail, None, "this task was already reported"),
     row("REPORT_NOT_RECORDED", Legacy, Permanent, Fail, Fail, None, "the report was not recorded"),
-    row("ERROR_NO_SLOT_AVAILABLE", Legacy, Transient, WaitForThread, Retry, Some(5_000), "no slot free (a 2captcha capacity code)"),
+    row(
+        "ERROR_NO_SLOT_AVAILABLE",
+        Legacy,
+        Transient,
+        WaitForThread,
+        Retry,
+        Some(5_000),
+        "no slot free (a 2captcha capacity code)",
+    ),
     row("MAX_USER_TURN", Legacy, Transient, Retry, Retry, Some(10_000), "too many requests: slow down"),
     row("ERROR_TOO_MUCH_REQUESTS", Legacy, Transient, Retry, Retry, Some(10_000), "too many requests: slow down"),
-    row(NUMBERED, Legacy, Transient, Retry, Retry, Some(10_000), "a numbered 2captcha rate-limit code (`ERROR: 1001`...)"),
+    row(
+        NUMBERED,
+        Legacy,
+        Transient,
+        Retry,
+        Retry,
+        Some(10_000),
+        "a numbered 2captcha rate-limit code (`ERROR: 1001`...)",
+    ),
 ];
 
 /// The row for numbered codes such as `ERROR: 1001`; matched by prefix.
@@ -168,7 +258,8 @@ pub const NUMBERED: &str = "ERROR: ";
 
 /// The row used for codes that start with `ERROR` but are in no table: fail fast, because
 /// resending an unchanged request only burns attempts.
-pub const UNKNOWN: CodeInfo = row("ERROR_*", Api, Permanent, Fail, Fail, None, "an error code this engine does not know");
+pub const UNKNOWN: CodeInfo =
+    row("ERROR_*", Api, Permanent, Fail, Fail, None, "an error code this engine does not know");
 
 /// Looks a code up (wire or engine). Codes starting with `ERROR` that are not in the table get
 /// [`UNKNOWN`]; anything else (a word that is not a code) gets `None`.
@@ -197,8 +288,7 @@ pub fn is_wire_code(text: &str) -> bool {
 }
 
 fn is_numbered(code: &str) -> bool {
-    code.strip_prefix(NUMBERED)
-        .is_some_and(|n| !n.is_empty() && n.len() <= 8 && n.bytes().all(|b| b.is_ascii_digit()))
+    code.strip_prefix(NUMBERED).is_some_and(|n| !n.is_empty() && n.len() <= 8 && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn is_code_shaped(code: &str) -> bool {

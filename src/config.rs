@@ -1,8 +1,8 @@
 //! Solve configuration: where the service is, time budgets, retry budgets and jitter.
 
-use serde::{Deserialize, Serialize};
-
+use crate::codes;
 use crate::error::{ValidationError, invalid_config};
+use crate::json::{Fields, Json};
 use crate::registry::{MIN_POLL_INTERVAL_MS, TypeSpec};
 
 /// The service's address unless a config says otherwise.
@@ -10,8 +10,7 @@ pub const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
 
 /// How a solve runs. Every field has a default; `None` timings take the type's value from the
 /// registry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// `http(s)://host[:port][/prefix]`; `/in.php` and `/res.php` are appended.
     pub base_url: String,
@@ -54,6 +53,19 @@ impl Default for Config {
     }
 }
 
+const FIELDS: [&str; 10] = [
+    "base_url",
+    "request_timeout_ms",
+    "deadline_ms",
+    "initial_wait_ms",
+    "poll_interval_ms",
+    "max_submit_retries",
+    "max_poll_errors",
+    "unsolvable_retries",
+    "jitter_seed",
+    "max_jitter_ms",
+];
+
 /// The waits a solve of one type runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Timings {
@@ -63,11 +75,46 @@ pub(crate) struct Timings {
 }
 
 impl Config {
-    /// Parses config JSON (unknown fields are rejected; missing ones take defaults).
+    /// Parses config JSON: an object with any of the fields by name (unknown fields are
+    /// rejected; missing or null ones take defaults). Values are checked when a solve starts.
     pub fn from_json(json: &str) -> Result<Config, ValidationError> {
-        serde_json::from_str(json).map_err(|e| {
-            ValidationError::new(crate::codes::INVALID_CONFIG, None, format!("config is not valid: {e}"))
+        let bad = |e: String| ValidationError::new(codes::INVALID_CONFIG, None, format!("config is not valid: {e}"));
+        let value = Json::parse(json).map_err(|e| bad(e.to_string()))?;
+        Config::from_value(&value).map_err(bad)
+    }
+
+    /// Reads a parsed config object (see [`Config::from_json`]).
+    pub fn from_value(value: &Json) -> Result<Config, String> {
+        let f = Fields::new(value, "config", &FIELDS)?;
+        let d = Config::default();
+        Ok(Config {
+            base_url: f.opt_string("base_url")?.unwrap_or(d.base_url),
+            request_timeout_ms: f.opt_u64("request_timeout_ms")?.unwrap_or(d.request_timeout_ms),
+            deadline_ms: f.opt_u64("deadline_ms")?,
+            initial_wait_ms: f.opt_u64("initial_wait_ms")?,
+            poll_interval_ms: f.opt_u64("poll_interval_ms")?,
+            max_submit_retries: f.opt_u32("max_submit_retries")?.unwrap_or(d.max_submit_retries),
+            max_poll_errors: f.opt_u32("max_poll_errors")?.unwrap_or(d.max_poll_errors),
+            unsolvable_retries: f.opt_u32("unsolvable_retries")?.unwrap_or(d.unsolvable_retries),
+            jitter_seed: f.opt_u64("jitter_seed")?,
+            max_jitter_ms: f.opt_u64("max_jitter_ms")?.unwrap_or(d.max_jitter_ms),
         })
+    }
+
+    /// Every field, by name (unset timings as null).
+    pub fn to_json(&self) -> Json {
+        Json::object([
+            ("base_url", Json::from(self.base_url.as_str())),
+            ("request_timeout_ms", self.request_timeout_ms.into()),
+            ("deadline_ms", self.deadline_ms.into()),
+            ("initial_wait_ms", self.initial_wait_ms.into()),
+            ("poll_interval_ms", self.poll_interval_ms.into()),
+            ("max_submit_retries", self.max_submit_retries.into()),
+            ("max_poll_errors", self.max_poll_errors.into()),
+            ("unsolvable_retries", self.unsolvable_retries.into()),
+            ("jitter_seed", self.jitter_seed.into()),
+            ("max_jitter_ms", self.max_jitter_ms.into()),
+        ])
     }
 
     /// Checks every field and resolves the timings for a type. Returns the config with its base
@@ -88,7 +135,10 @@ impl Config {
         if deadline_ms <= initial_wait_ms {
             return Err(invalid_config(
                 "deadline_ms",
-                format!("deadline_ms ({deadline_ms}) must exceed the first wait ({initial_wait_ms} ms for {})", spec.name),
+                format!(
+                    "deadline_ms ({deadline_ms}) must exceed the first wait ({initial_wait_ms} ms for {})",
+                    spec.name
+                ),
             ));
         }
         let config = Config { base_url, ..self.clone() };
@@ -106,7 +156,8 @@ fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), Validatio
 
 /// Checks `http(s)://host[:port][/path]` and drops trailing slashes.
 pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
-    let bad = || invalid_config("base_url", "base_url must look like https://host[:port][/path], without query or fragment");
+    let bad =
+        || invalid_config("base_url", "base_url must look like https://host[:port][/path], without query or fragment");
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).ok_or_else(bad)?;
     let host = rest.split('/').next().unwrap_or("");
     if host.is_empty()

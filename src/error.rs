@@ -3,8 +3,8 @@
 
 use thiserror::Error;
 
-use crate::outcome::Failure;
 use crate::codes::{self, Class};
+use crate::outcome::Failure;
 
 /// A task, config or key that failed validation. Nothing was sent; the message names the field
 /// and never contains the API key.

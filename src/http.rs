@@ -4,8 +4,6 @@
 use std::fmt;
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
-
 use crate::codes;
 use crate::error::ValidationError;
 use crate::task::Image;
@@ -42,8 +40,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// What a request is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RequestKind {
     /// `in.php` (or `solve.php` in synchronous mode): create a task.
     Submit,
@@ -174,8 +171,7 @@ impl fmt::Debug for HttpRequest {
 }
 
 /// How a request failed without a reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TransportError {
     /// No reply within the request's `timeout_ms`.
     Timeout,
@@ -192,6 +188,13 @@ impl TransportError {
             TransportError::Connect => "connect",
             TransportError::Broken => "broken",
         }
+    }
+
+    /// The error with this name.
+    pub fn parse(name: &str) -> Option<TransportError> {
+        [TransportError::Timeout, TransportError::Connect, TransportError::Broken]
+            .into_iter()
+            .find(|e| e.as_str() == name)
     }
 }
 
@@ -231,7 +234,9 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     let boundary = boundary_for(params, bytes);
     let mut out = Vec::with_capacity(bytes.len() + 512);
     let part = |out: &mut Vec<u8>, name: &str| {
-        out.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes());
+        out.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+        );
     };
     part(&mut out, "key");
     let start = out.len();
@@ -239,7 +244,7 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     let key_span = start..out.len();
     out.extend_from_slice(b"\r\n");
     for (name, value) in params.iter().map(|(n, v)| (n.as_str(), v.as_str())).chain([("json", "1")]) {
-        part(&mut out, &quote(name));
+        part(&mut out, name);
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
@@ -254,11 +259,6 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     out.extend_from_slice(bytes);
     out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     MultipartBody { bytes: out, boundary, key_span }
-}
-
-/// Escapes a part name for a quoted `Content-Disposition` parameter.
-fn quote(name: &str) -> String {
-    name.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 fn boundary_for(params: &[(String, String)], bytes: &[u8]) -> String {

@@ -28,16 +28,19 @@
 
 pub mod account;
 mod answer;
+pub mod base64;
 pub mod codes;
 mod config;
 mod error;
 mod http;
+pub mod json;
 mod outcome;
 pub mod registry;
 pub mod reply;
 mod snapshot;
 mod solve;
 mod task;
+mod text;
 pub mod vectors;
 
 #[cfg(target_arch = "wasm32")]

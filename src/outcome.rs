@@ -1,12 +1,12 @@
-//! What a solve ends with: a [`Solution`] or a [`Failure`].
+//! What a solve ends with: a [`Solution`] or a [`Failure`], and their JSON forms.
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::codes::Class;
+use crate::json::{Fields, Json, single};
 
 /// A solve that ended without an answer. Messages never contain the API key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{code} ({class}): {message}", class = class.as_str())]
 pub struct Failure {
     /// The raw API code (`ERROR_ZERO_BALANCE`, `IP_BANNED`...) or an engine code
@@ -23,8 +23,35 @@ pub struct Failure {
     pub task_id: Option<String>,
 }
 
+impl Failure {
+    /// `{"code", "class", "message", "retry_after_ms", "field", "task_id"}` (absent values are null).
+    pub fn to_json(&self) -> Json {
+        Json::object([
+            ("code", Json::from(self.code.as_str())),
+            ("class", self.class.as_str().into()),
+            ("message", self.message.as_str().into()),
+            ("retry_after_ms", self.retry_after_ms.into()),
+            ("field", self.field.clone().into()),
+            ("task_id", self.task_id.clone().into()),
+        ])
+    }
+
+    /// Reads the form [`Failure::to_json`] writes.
+    pub fn from_json(value: &Json) -> Result<Failure, String> {
+        let f = Fields::new(value, "failure", &["code", "class", "message", "retry_after_ms", "field", "task_id"])?;
+        Ok(Failure {
+            code: f.str("code")?.to_owned(),
+            class: f.name("class", Class::parse)?,
+            message: f.str("message")?.to_owned(),
+            retry_after_ms: f.opt_u64("retry_after_ms")?,
+            field: f.opt_string("field")?,
+            task_id: f.opt_string("task_id")?,
+        })
+    }
+}
+
 /// A solved captcha.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
     pub answer: Answer,
     /// The solver's user agent, where the type returns one; reuse it on the target site.
@@ -56,12 +83,54 @@ impl Solution {
     pub fn is_fresh(&self, now: u64, max_age_ms: u64) -> bool {
         self.age_ms(now) <= max_age_ms && self.expires_at.is_none_or(|expires| now < expires)
     }
+
+    /// `{"answer": {"text"|"json": ..}, "user_agent", "task_id", "submitted_at", "solved_at",
+    /// "elapsed_ms", "polls", "attempts", "expires_at"}`.
+    pub fn to_json(&self) -> Json {
+        Json::object([
+            ("answer", self.answer.to_json()),
+            ("user_agent", self.user_agent.clone().into()),
+            ("task_id", self.task_id.clone().into()),
+            ("submitted_at", self.submitted_at.into()),
+            ("solved_at", self.solved_at.into()),
+            ("elapsed_ms", self.elapsed_ms.into()),
+            ("polls", self.polls.into()),
+            ("attempts", self.attempts.into()),
+            ("expires_at", self.expires_at.into()),
+        ])
+    }
+
+    /// Reads the form [`Solution::to_json`] writes.
+    pub fn from_json(value: &Json) -> Result<Solution, String> {
+        let allowed = [
+            "answer",
+            "user_agent",
+            "task_id",
+            "submitted_at",
+            "solved_at",
+            "elapsed_ms",
+            "polls",
+            "attempts",
+            "expires_at",
+        ];
+        let f = Fields::new(value, "solution", &allowed)?;
+        Ok(Solution {
+            answer: Answer::from_json(f.value("answer")?)?,
+            user_agent: f.opt_string("user_agent")?,
+            task_id: f.opt_string("task_id")?,
+            submitted_at: f.u64("submitted_at")?,
+            solved_at: f.u64("solved_at")?,
+            elapsed_ms: f.u64("elapsed_ms")?,
+            polls: f.u32("polls")?,
+            attempts: f.u32("attempts")?,
+            expires_at: f.opt_u64("expires_at")?,
+        })
+    }
 }
 
 /// A solved value: an opaque token or text, or a structured answer as compact JSON
 /// (grid and BLS cell lists, GeeTest and Lemin objects).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     Text(String),
     Json(String),
@@ -76,10 +145,26 @@ impl Answer {
     }
 
     /// The structured answer, parsed.
-    pub fn as_json(&self) -> Option<serde_json::Value> {
+    pub fn as_json(&self) -> Option<Json> {
         match self {
-            Answer::Json(s) => serde_json::from_str(s).ok(),
+            Answer::Json(s) => Json::parse(s).ok(),
             Answer::Text(_) => None,
+        }
+    }
+
+    /// `{"text": "..."}` or `{"json": "..."}`.
+    pub fn to_json(&self) -> Json {
+        match self {
+            Answer::Text(s) => Json::object([("text", Json::from(s.as_str()))]),
+            Answer::Json(s) => Json::object([("json", Json::from(s.as_str()))]),
+        }
+    }
+
+    fn from_json(value: &Json) -> Result<Answer, String> {
+        match single(value, "answer")? {
+            ("text", Json::String(s)) => Ok(Answer::Text(s.clone())),
+            ("json", Json::String(s)) => Ok(Answer::Json(s.clone())),
+            _ => Err("answer must be {\"text\": string} or {\"json\": string}".into()),
         }
     }
 }

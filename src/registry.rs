@@ -33,6 +33,25 @@ pub enum FieldKind {
     Sync,
 }
 
+impl FieldKind {
+    /// A short name for documentation (`text`, `url`, `flag`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldKind::Text(_) => "text",
+            FieldKind::Url => "url",
+            FieldKind::Flag => "flag",
+            FieldKind::Score => "score",
+            FieldKind::Choice(_) => "choice",
+            FieldKind::Int(..) => "int",
+            FieldKind::Proxy => "proxy",
+            FieldKind::Image => "image",
+            FieldKind::ImageSet(_) => "image_set",
+            FieldKind::Upload => "upload",
+            FieldKind::Sync => "sync",
+        }
+    }
+}
+
 /// One field of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldSpec {
@@ -65,12 +84,32 @@ pub enum AnswerShape {
     Object(&'static [&'static str]),
 }
 
+impl AnswerShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerShape::Text => "text",
+            AnswerShape::Cells => "cells",
+            AnswerShape::Object(_) => "object",
+        }
+    }
+}
+
 /// Whether a type needs a proxy for the solver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProxyUse {
     Unsupported,
     Optional,
     Required,
+}
+
+impl ProxyUse {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProxyUse::Unsupported => "unsupported",
+            ProxyUse::Optional => "optional",
+            ProxyUse::Required => "required",
+        }
+    }
 }
 
 /// One captcha type.
@@ -400,4 +439,37 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[(
 /// The row for a task-JSON `type`.
 pub fn lookup(name: &str) -> Option<&'static TypeSpec> {
     TYPES.iter().find(|t| t.name == name)
+}
+
+/// The registry as JSON: every type with its method, fields (task name, wire name, kind,
+/// required, default), answer shape, user agent, proxy use, timings and token lifetime.
+pub fn describe() -> crate::json::Json {
+    use crate::json::Json;
+    let field = |f: &FieldSpec| {
+        Json::object([
+            ("name", Json::from(f.name)),
+            ("param", f.param.into()),
+            ("kind", f.kind.name().into()),
+            ("required", f.required.into()),
+            ("default", f.default.into()),
+        ])
+    };
+    let types = TYPES.iter().map(|t| {
+        Json::object([
+            ("type", Json::from(t.name)),
+            ("method", t.method.into()),
+            ("fixed", Json::Array(t.fixed.iter().map(|(k, v)| Json::Array(vec![(*k).into(), (*v).into()])).collect())),
+            ("fields", Json::Array(t.fields.iter().map(field).collect())),
+            ("answer", t.answer.name().into()),
+            ("user_agent", t.user_agent.into()),
+            ("proxy", t.proxy.name().into()),
+            ("initial_wait_ms", t.initial_wait_ms.into()),
+            ("poll_interval_ms", t.poll_interval_ms.into()),
+            ("deadline_ms", t.deadline_ms.into()),
+            ("token_ttl_ms", t.token_ttl_ms.into()),
+        ])
+    });
+    let unsupported =
+        UNSUPPORTED.iter().map(|(name, why)| Json::object([("type", Json::from(*name)), ("reason", (*why).into())]));
+    Json::object([("types", Json::Array(types.collect())), ("unsupported", Json::Array(unsupported.collect()))])
 }

@@ -7,16 +7,15 @@
 //! even though `json=1` was sent; `OK|value` plain text; anything else (an HTML 502 page, an
 //! empty body) is [`Reply::Unexpected`].
 
-use serde::Deserialize;
-use serde_json::Value;
-
 use crate::codes;
+use crate::json::Json;
+use crate::text::find;
 
 /// A classified reply.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
     /// `status` 1. `value` is `result` when present and non-empty, else `request`.
-    Ok { value: Value, user_agent: Option<String> },
+    Ok { value: Json, user_agent: Option<String> },
     /// `CAPCHA_NOT_READY` (or `CAPTCHA_NOT_READY`).
     NotReady,
     /// An error code (as JSON `request` or bare text), with the optional `error_text`.
@@ -25,17 +24,6 @@ pub enum Reply {
     Threads { threads: u64, working: u64 },
     /// Neither an answer nor a known code: `what` says briefly what it was.
     Unexpected { status: u16, what: String },
-}
-
-#[derive(Deserialize)]
-struct Wire {
-    status: Option<Value>,
-    request: Option<Value>,
-    result: Option<Value>,
-    user_agent: Option<Value>,
-    error_text: Option<Value>,
-    threads: Option<Value>,
-    working_threads: Option<Value>,
 }
 
 /// Classifies one reply. Answers and `threadsinfo` counts are trusted only with a 2xx status;
@@ -52,16 +40,16 @@ pub fn parse(status: u16, body: &[u8]) -> Reply {
 fn parse_body(body: &[u8]) -> Reply {
     let trimmed = body.trim_ascii();
     let trimmed = trimmed.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(trimmed);
-    if trimmed.first() == Some(&b'{') {
-        if let Ok(wire) = serde_json::from_slice::<Wire>(trimmed) {
-            return from_json(wire);
-        }
-    }
     let Ok(text) = std::str::from_utf8(trimmed) else {
         return unexpected();
     };
+    if text.starts_with('{')
+        && let Ok(Json::Object(object)) = Json::parse(text)
+    {
+        return from_json(object);
+    }
     if let Some(value) = text.strip_prefix("OK|") {
-        return Reply::Ok { value: Value::from(value), user_agent: None };
+        return Reply::Ok { value: Json::from(value), user_agent: None };
     }
     classify_code(text, None)
 }
@@ -70,30 +58,34 @@ fn unexpected() -> Reply {
     Reply::Unexpected { status: 0, what: String::new() }
 }
 
-fn from_json(wire: Wire) -> Reply {
-    if let Some(threads) = wire.threads {
-        return match (count(&threads), wire.working_threads.as_ref().and_then(count)) {
+fn from_json(mut object: Vec<(String, Json)>) -> Reply {
+    let mut take = |key: &str| {
+        let i = object.iter().position(|(k, _)| k == key)?;
+        Some(object.swap_remove(i).1).filter(|v| !v.is_null())
+    };
+    if let Some(threads) = take("threads") {
+        return match (count(&threads), take("working_threads").as_ref().and_then(count)) {
             (Some(threads), Some(working)) => Reply::Threads { threads, working },
             _ => unexpected(),
         };
     }
-    let ok = match &wire.status {
-        Some(Value::Number(n)) => n.as_u64() == Some(1),
-        Some(Value::String(s)) => s.trim() == "1",
-        Some(Value::Bool(b)) => *b,
+    let ok = match &take("status") {
+        Some(Json::Number(n)) => n == "1",
+        Some(Json::String(s)) => s.trim() == "1",
+        Some(Json::Bool(b)) => *b,
         _ => false,
     };
     if ok {
-        let value = wire.result.filter(|v| !is_empty(v)).or(wire.request).filter(|v| !is_empty(v));
-        let user_agent = wire.user_agent.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
+        let value = take("result").filter(|v| !is_empty(v)).or_else(|| take("request")).filter(|v| !is_empty(v));
+        let user_agent = take("user_agent").and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
         return match value {
             Some(value) => Reply::Ok { value, user_agent },
             None => unexpected(),
         };
     }
-    let text = wire.error_text.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
-    match wire.request {
-        Some(Value::String(code)) => classify_code(code.trim(), text),
+    let text = take("error_text").and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
+    match take("request") {
+        Some(Json::String(code)) => classify_code(code.trim(), text),
         _ => unexpected(),
     }
 }
@@ -108,20 +100,19 @@ fn classify_code(code: &str, text: Option<String>) -> Reply {
     }
 }
 
-fn is_empty(value: &Value) -> bool {
+fn is_empty(value: &Json) -> bool {
     match value {
-        Value::Null => true,
-        Value::String(s) => s.trim().is_empty(),
+        Json::Null => true,
+        Json::String(s) => s.trim().is_empty(),
         _ => false,
     }
 }
 
 /// A non-negative integer sent as a number or a numeric string.
-fn count(value: &Value) -> Option<u64> {
+fn count(value: &Json) -> Option<u64> {
     match value {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
+        Json::String(s) => s.trim().parse().ok(),
+        other => other.as_u64(),
     }
 }
 
@@ -133,7 +124,7 @@ fn describe(body: &[u8]) -> String {
         return "an empty body".to_owned();
     }
     let lower = text.to_ascii_lowercase();
-    if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>"))
+    if let (Some(start), Some(end)) = (find(&lower, "<title>"), find(&lower, "</title>"))
         && start + 7 <= end
     {
         return format!("an HTML page titled \"{}\"", printable(&text[start + 7..end], 60));

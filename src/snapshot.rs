@@ -3,11 +3,9 @@
 //! The task is stored as canonical task JSON and validated again on restore; the API key is never
 //! stored. Any change to the state's shape needs a new version.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::config::Config;
 use crate::error::RestoreError;
+use crate::json::{Fields, Json};
 use crate::solve::State;
 use crate::task::Task;
 
@@ -16,47 +14,35 @@ pub const FORMAT: &str = "captchaai-engine/solve";
 /// The snapshot version this engine writes and reads.
 pub const VERSION: u64 = 1;
 
-#[derive(Serialize)]
-struct Out<'a> {
-    format: &'static str,
-    version: u64,
-    task: Value,
-    config: &'a Config,
-    state: &'a State,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct In {
-    #[allow(dead_code)]
-    format: String,
-    #[allow(dead_code)]
-    version: u64,
-    task: Value,
-    config: Config,
-    state: State,
-}
-
 pub(crate) fn write(task: &Task, config: &Config, state: &State) -> String {
-    let out = Out { format: FORMAT, version: VERSION, task: task.to_value(), config, state };
-    // Serializing plain data into a String cannot fail.
-    serde_json::to_string(&out).unwrap_or_default()
+    Json::object([
+        ("format", Json::from(FORMAT)),
+        ("version", VERSION.into()),
+        ("task", task.to_json()),
+        ("config", config.to_json()),
+        ("state", state.to_json()),
+    ])
+    .to_text()
 }
 
 pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| match e.classify() {
-        serde_json::error::Category::Eof => RestoreError::Truncated,
-        _ => RestoreError::Malformed(e.to_string()),
-    })?;
-    if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
+    let value = Json::parse(text)
+        .map_err(|e| if e.eof { RestoreError::Truncated } else { RestoreError::Malformed(e.to_string()) })?;
+    if value.get("format").and_then(Json::as_str) != Some(FORMAT) {
         return Err(RestoreError::Foreign);
     }
-    match value.get("version").and_then(Value::as_u64) {
+    match value.get("version").and_then(Json::as_u64) {
         Some(VERSION) => {}
         Some(other) => return Err(RestoreError::UnsupportedVersion(other)),
         None => return Err(RestoreError::Invalid("missing version".into())),
     }
-    let snapshot: In = serde_json::from_value(value).map_err(|e| RestoreError::Invalid(e.to_string()))?;
-    let task = Task::from_value(&snapshot.task).map_err(|e| RestoreError::Invalid(format!("task: {e}")))?;
-    Ok((task, snapshot.config, snapshot.state))
+    let f = Fields::new(&value, "snapshot", &["format", "version", "task", "config", "state"])
+        .map_err(RestoreError::Invalid)?;
+    let invalid = |what: &str, e: String| RestoreError::Invalid(format!("{what}: {e}"));
+    let task = Task::from_json_value(f.value("task").map_err(RestoreError::Invalid)?)
+        .map_err(|e| invalid("task", e.to_string()))?;
+    let config =
+        Config::from_value(f.value("config").map_err(RestoreError::Invalid)?).map_err(|e| invalid("config", e))?;
+    let state = State::from_json(f.value("state").map_err(RestoreError::Invalid)?).map_err(RestoreError::Invalid)?;
+    Ok((task, config, state))
 }

@@ -14,14 +14,12 @@
 //!
 //! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::answer;
 use crate::codes::{self, Action, Class, CodeInfo};
 use crate::config::{Config, Timings};
 use crate::error::{Misuse, RestoreError, ValidationError};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
+use crate::json::{Fields, Json, single};
 use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Reply};
 use crate::snapshot;
@@ -59,8 +57,7 @@ struct Derived {
 }
 
 /// The whole in-flight state (what a snapshot holds besides the task and config).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct State {
     /// The latest time this solve has been given.
     pub now: u64,
@@ -84,23 +81,130 @@ pub(crate) struct State {
     pub pending: Option<Failure>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "phase", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Phase {
     /// `step` may be sent from `at`.
-    Ready { step: Step, at: u64 },
+    Ready {
+        step: Step,
+        at: u64,
+    },
     /// Request `id` for `step` was sent at `sent_at`.
-    Awaiting { step: Step, id: u32, sent_at: u64 },
-    Solved { solution: Solution },
-    Failed { failure: Failure },
+    Awaiting {
+        step: Step,
+        id: u32,
+        sent_at: u64,
+    },
+    Solved {
+        solution: Solution,
+    },
+    Failed {
+        failure: Failure,
+    },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
     Submit,
     ThreadsInfo,
     Poll,
+}
+
+impl Step {
+    fn as_str(self) -> &'static str {
+        match self {
+            Step::Submit => "submit",
+            Step::ThreadsInfo => "threads_info",
+            Step::Poll => "poll",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Step> {
+        [Step::Submit, Step::ThreadsInfo, Step::Poll].into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+const STATE_FIELDS: [&str; 12] = [
+    "now",
+    "next_id",
+    "phase",
+    "started_at",
+    "attempt",
+    "submit_retries",
+    "poll_errors",
+    "busy_rounds",
+    "polls",
+    "task_id",
+    "rng",
+    "pending",
+];
+
+impl State {
+    pub(crate) fn to_json(&self) -> Json {
+        let phase = match &self.phase {
+            Phase::Ready { step, at } => {
+                ("ready", Json::object([("step", Json::from(step.as_str())), ("at", (*at).into())]))
+            }
+            Phase::Awaiting { step, id, sent_at } => (
+                "awaiting",
+                Json::object([
+                    ("step", Json::from(step.as_str())),
+                    ("id", (*id).into()),
+                    ("sent_at", (*sent_at).into()),
+                ]),
+            ),
+            Phase::Solved { solution } => ("solved", solution.to_json()),
+            Phase::Failed { failure } => ("failed", failure.to_json()),
+        };
+        Json::object([
+            ("now", Json::from(self.now)),
+            ("next_id", self.next_id.into()),
+            ("phase", Json::object([phase])),
+            ("started_at", self.started_at.into()),
+            ("attempt", self.attempt.into()),
+            ("submit_retries", self.submit_retries.into()),
+            ("poll_errors", self.poll_errors.into()),
+            ("busy_rounds", self.busy_rounds.into()),
+            ("polls", self.polls.into()),
+            ("task_id", self.task_id.clone().into()),
+            ("rng", self.rng.into()),
+            ("pending", self.pending.as_ref().map_or(Json::Null, Failure::to_json)),
+        ])
+    }
+
+    pub(crate) fn from_json(value: &Json) -> Result<State, String> {
+        let f = Fields::new(value, "state", &STATE_FIELDS)?;
+        let pending = f.opt_value("pending").map(Failure::from_json).transpose()?;
+        Ok(State {
+            now: f.u64("now")?,
+            next_id: f.u32("next_id")?,
+            phase: phase_from_json(f.value("phase")?)?,
+            started_at: f.opt_u64("started_at")?,
+            attempt: f.u32("attempt")?,
+            submit_retries: f.u32("submit_retries")?,
+            poll_errors: f.u32("poll_errors")?,
+            busy_rounds: f.u32("busy_rounds")?,
+            polls: f.u32("polls")?,
+            task_id: f.opt_string("task_id")?,
+            rng: f.u64("rng")?,
+            pending,
+        })
+    }
+}
+
+fn phase_from_json(value: &Json) -> Result<Phase, String> {
+    match single(value, "phase")? {
+        ("ready", body) => {
+            let f = Fields::new(body, "phase.ready", &["step", "at"])?;
+            Ok(Phase::Ready { step: f.name("step", Step::parse)?, at: f.u64("at")? })
+        }
+        ("awaiting", body) => {
+            let f = Fields::new(body, "phase.awaiting", &["step", "id", "sent_at"])?;
+            Ok(Phase::Awaiting { step: f.name("step", Step::parse)?, id: f.u32("id")?, sent_at: f.u64("sent_at")? })
+        }
+        ("solved", body) => Ok(Phase::Solved { solution: Solution::from_json(body)? }),
+        ("failed", body) => Ok(Phase::Failed { failure: Failure::from_json(body)? }),
+        (other, _) => Err(format!("unknown phase `{}`", other.chars().take(32).collect::<String>())),
+    }
 }
 
 impl Solve {
@@ -137,7 +241,8 @@ impl Solve {
     /// solve makes exactly the decisions the original would have.
     pub fn restore(snapshot: &str, key: ApiKey) -> Result<Solve, RestoreError> {
         let (task, config, state) = snapshot::read(snapshot)?;
-        let (config, timings) = config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
+        let (config, timings) =
+            config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
         check_state(&state, &config).map_err(RestoreError::Invalid)?;
         Ok(Solve::assemble(key, task, config, timings, state))
     }
@@ -318,7 +423,7 @@ impl Solve {
         match reply {
             Reply::NotReady => self.on_code(now, step, code_info(codes::NOT_READY), "", ""),
             Reply::Code { code, text } => {
-                let detail = text.map(|t| format!(" ({})", clip(&t))).unwrap_or_default();
+                let detail = text.map(|t| format!(" ({})", crate::text::clip(&t, 200))).unwrap_or_default();
                 self.on_code(now, step, code_info_wire(&code), &code, &detail)
             }
             Reply::Unexpected { status, what } => {
@@ -348,10 +453,12 @@ impl Solve {
                 self.wait_for_thread(now, format!("all {threads} plan threads are busy ({working} working)"));
             }
             Reply::Code { code, .. }
-                if code_info_wire(&code).class == Class::Permanent && code_info_wire(&code).on_submit == Action::Fail =>
+                if code_info_wire(&code).class == Class::Permanent
+                    && code_info_wire(&code).on_submit == Action::Fail =>
             {
                 let info = code_info_wire(&code);
-                let failure = self.failure(info, &code, info.class, format!("threadsinfo answered {code}: {}", info.meaning));
+                let failure =
+                    self.failure(info, &code, info.class, format!("threadsinfo answered {code}: {}", info.meaning));
                 self.finish_failed(failure);
             }
             _ => self.wait_for_thread(now, "no free threads (threadsinfo gave no usable answer)".to_owned()),
@@ -416,7 +523,8 @@ impl Solve {
     fn wait_for_thread(&mut self, now: u64, why: String) {
         self.state.busy_rounds += 1;
         let info = code_info(codes::ZERO_BALANCE);
-        let failure = self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));
+        let failure =
+            self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));
         self.schedule(Step::Submit, now.saturating_add(codes::BUSY_WAIT_MS), failure);
     }
 
@@ -433,7 +541,7 @@ impl Solve {
         }
     }
 
-    fn finish_solved(&mut self, now: u64, value: &Value, user_agent: Option<String>) {
+    fn finish_solved(&mut self, now: u64, value: &Json, user_agent: Option<String>) {
         let spec = self.task.spec();
         let submitted_at = self.state.started_at.unwrap_or(now);
         let solution = Solution {
@@ -460,7 +568,7 @@ impl Solve {
         Failure {
             code: code.to_owned(),
             class,
-            message: redact(message, self.key.expose()),
+            message: crate::text::redact(message, self.key.expose()),
             retry_after_ms: info.retry_after_ms,
             field: None,
             task_id: self.state.task_id.clone(),
@@ -504,10 +612,10 @@ fn unexpected_reply() -> &'static CodeInfo {
 }
 
 /// A task id is a short run of printable characters, sent as a string or an integer.
-fn task_id_of(value: &Value) -> Option<String> {
+fn task_id_of(value: &Json) -> Option<String> {
     let id = match value {
-        Value::String(s) => s.trim().to_owned(),
-        Value::Number(n) if n.is_u64() => n.to_string(),
+        Json::String(s) => s.trim().to_owned(),
+        Json::Number(_) => value.as_u64()?.to_string(),
         _ => return None,
     };
     let printable = id.bytes().all(|b| b.is_ascii_graphic());
@@ -515,17 +623,7 @@ fn task_id_of(value: &Value) -> Option<String> {
 }
 
 fn image_bytes(base64: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.decode(base64).unwrap_or_default()
-}
-
-fn clip(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(200).collect()
-}
-
-/// Removes the key from text that may echo server content.
-fn redact(message: String, key: &str) -> String {
-    if message.contains(key) { message.replace(key, "<redacted>") } else { message }
+    crate::base64::decode(base64).unwrap_or_default()
 }
 
 /// Consistency checks for restored state.
@@ -536,7 +634,7 @@ fn check_state(state: &State, config: &Config) -> Result<(), String> {
     if state.started_at.is_some_and(|start| start > state.now) {
         return Err("started_at is after now".into());
     }
-    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Value::from(id.as_str())).as_ref() != Some(id)) {
+    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Json::from(id.as_str())).as_ref() != Some(id)) {
         return Err("task_id is malformed".into());
     }
     match state.phase {

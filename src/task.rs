@@ -5,12 +5,9 @@
 //! and an optional `extra` object of pass-through parameters:
 //! `{"type": "recaptcha_v2", "sitekey": "6Le...", "pageurl": "https://example.com/login"}`.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-use serde_json::{Map, Value};
-
 use crate::codes;
 use crate::error::ValidationError;
+use crate::json::Json;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
 /// Parameters that a task's `extra` object may never set.
@@ -83,29 +80,34 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> ValidationEr
     ValidationError::new(codes::INVALID_TASK, Some(field.into()), message)
 }
 
+/// "`field` <rule>", e.g. must("pageurl", "must not be empty").
+fn must(field: &str, rule: &str) -> ValidationError {
+    invalid(field, format!("`{field}` {rule}"))
+}
+
 impl Task {
     /// Parses and validates task JSON. Errors name the offending field.
     pub fn from_json(json: &str) -> Result<Task, ValidationError> {
-        let value: Value = serde_json::from_str(json)
+        let value = Json::parse(json)
             .map_err(|e| ValidationError::new(codes::INVALID_TASK, None, format!("task is not valid JSON: {e}")))?;
-        Task::from_value(&value)
+        Task::from_json_value(&value)
     }
 
     /// Validates an already parsed task object.
-    pub fn from_value(value: &Value) -> Result<Task, ValidationError> {
+    pub fn from_json_value(value: &Json) -> Result<Task, ValidationError> {
         let object = value
             .as_object()
             .ok_or_else(|| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
-        let spec = type_of(object)?;
-        for name in object.keys() {
+        let spec = type_of(value)?;
+        for (name, _) in object {
             if name != "type" && name != "extra" && spec.field(name).is_none() {
                 return Err(unknown_field(spec, name));
             }
         }
         let mut values = Vec::new();
         for field in spec.fields {
-            let given = object.get(field.name).filter(|v| !v.is_null()).cloned();
-            match given.or_else(|| field.default.map(Value::from)) {
+            let given = value.get(field.name).filter(|v| !v.is_null()).cloned();
+            match given.or_else(|| field.default.map(Json::from)) {
                 Some(v) => values.push((field, parse_field(field, &v)?)),
                 None if field.required => {
                     return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
@@ -115,7 +117,7 @@ impl Task {
         }
         let mut task = Task { spec, values, extra: Vec::new() };
         task.check_combinations()?;
-        if let Some(extra) = object.get("extra").filter(|v| !v.is_null()) {
+        if let Some(extra) = value.get("extra").filter(|v| !v.is_null()) {
             task.extra = task.parse_extra(extra)?;
         }
         Ok(task)
@@ -186,24 +188,25 @@ impl Task {
 
     /// The canonical task JSON: normalised values, defaults filled in. Parsing it gives back an
     /// equal task.
-    pub fn to_value(&self) -> Value {
-        let mut object = Map::new();
-        object.insert("type".into(), Value::from(self.spec.name));
+    pub fn to_json(&self) -> Json {
+        let mut object = vec![("type".to_owned(), Json::from(self.spec.name))];
         for (field, value) in &self.values {
             let json = match value {
-                FieldValue::Text(text) => Value::from(text.as_str()),
-                FieldValue::Flag(flag) => Value::from(*flag),
-                FieldValue::Int(n) => Value::from(*n),
-                FieldValue::Image(image) => Value::from(image.base64.as_str()),
-                FieldValue::Images(images) => images.iter().map(|i| Value::from(i.base64.as_str())).collect(),
+                FieldValue::Text(text) => Json::from(text.as_str()),
+                FieldValue::Flag(flag) => Json::from(*flag),
+                FieldValue::Int(n) => Json::from(*n),
+                FieldValue::Image(image) => Json::from(image.base64.as_str()),
+                FieldValue::Images(images) => {
+                    Json::Array(images.iter().map(|i| Json::from(i.base64.as_str())).collect())
+                }
             };
-            object.insert(field.name.into(), json);
+            object.push((field.name.to_owned(), json));
         }
         if !self.extra.is_empty() {
-            let extra = self.extra.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
-            object.insert("extra".into(), Value::Object(extra));
+            let extra = self.extra.iter().map(|(k, v)| (k.clone(), Json::from(v.as_str()))).collect();
+            object.push(("extra".to_owned(), Json::Object(extra)));
         }
-        Value::Object(object)
+        Json::Object(object)
     }
 
     fn get(&self, name: &str) -> Option<&FieldValue> {
@@ -246,7 +249,7 @@ impl Task {
         Ok(())
     }
 
-    fn parse_extra(&self, extra: &Value) -> Result<Vec<(String, String)>, ValidationError> {
+    fn parse_extra(&self, extra: &Json) -> Result<Vec<(String, String)>, ValidationError> {
         let object = extra
             .as_object()
             .ok_or_else(|| invalid("extra", "`extra` must be an object of parameter names to values"))?;
@@ -257,16 +260,17 @@ impl Task {
             if RESERVED_PARAMS.contains(&name.as_str()) {
                 return Err(invalid(field, format!("`{name}` is set by the engine and cannot be overridden")));
             }
-            if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
-                return Err(invalid(field, "extra parameter names must be 1-64 characters without control characters"));
+            let name_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']');
+            if name.is_empty() || name.len() > 64 || !name.bytes().all(name_ok) {
+                return Err(invalid(field, "extra parameter names must be 1-64 letters, digits or _-.[]"));
             }
             if generated.iter().any(|(p, _)| p == name) || name == "file" || name == "body" {
                 return Err(invalid(field, format!("`{name}` is already set by this task's fields")));
             }
             let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => u8::from(*b).to_string(),
+                Json::String(s) => s.clone(),
+                Json::Number(n) => n.clone(),
+                Json::Bool(b) => u8::from(*b).to_string(),
                 _ => return Err(invalid(field, "extra values must be strings, numbers or booleans")),
             };
             if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
@@ -278,9 +282,9 @@ impl Task {
     }
 }
 
-fn type_of(object: &Map<String, Value>) -> Result<&'static TypeSpec, ValidationError> {
+fn type_of(object: &Json) -> Result<&'static TypeSpec, ValidationError> {
     let name = match object.get("type") {
-        Some(Value::String(name)) => name,
+        Some(Json::String(name)) => name,
         Some(_) => return Err(invalid("type", "`type` must be a string")),
         None => return Err(invalid("type", "`type` is required")),
     };
@@ -290,8 +294,8 @@ fn type_of(object: &Map<String, Value>) -> Result<&'static TypeSpec, ValidationE
     if let Some((_, reason)) = registry::UNSUPPORTED.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
         return Err(invalid("type", *reason));
     }
-    let known: Vec<&str> = registry::TYPES.iter().map(|t| t.name).collect();
-    Err(invalid("type", format!("unknown type `{}`; supported: {}", clip(name), known.join(", "))))
+    let known = crate::text::list(registry::TYPES.iter().map(|t| t.name));
+    Err(invalid("type", format!("unknown type `{}`; supported: {known}", clip(name))))
 }
 
 fn unknown_field(spec: &TypeSpec, name: &str) -> ValidationError {
@@ -309,10 +313,10 @@ fn unknown_field(spec: &TypeSpec, name: &str) -> ValidationError {
 
 /// Shortens untrusted text quoted back in messages.
 fn clip(text: &str) -> String {
-    text.chars().take(64).filter(|c| !c.is_control()).collect()
+    crate::text::clip(text, 64)
 }
 
-fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, ValidationError> {
+fn parse_field(field: &'static FieldSpec, value: &Json) -> Result<FieldValue, ValidationError> {
     let name = field.name;
     Ok(match field.kind {
         FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
@@ -328,71 +332,74 @@ fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, V
     })
 }
 
-fn text(name: &str, value: &Value, max: usize) -> Result<String, ValidationError> {
+fn text(name: &str, value: &Json, max: usize) -> Result<String, ValidationError> {
     let text = match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return Err(invalid(name, format!("`{name}` must be a string"))),
+        Json::String(s) => s.clone(),
+        Json::Number(n) => n.clone(),
+        _ => return Err(must(name, "must be a string")),
     };
     if text.trim().is_empty() {
-        return Err(invalid(name, format!("`{name}` must not be empty")));
+        return Err(must(name, "must not be empty"));
     }
     if text.chars().count() > max {
         return Err(invalid(name, format!("`{name}` is longer than {max} characters")));
     }
     if text.chars().any(char::is_control) {
-        return Err(invalid(name, format!("`{name}` must not contain control characters")));
+        return Err(must(name, "must not contain control characters"));
     }
     Ok(text)
 }
 
-fn url(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn url(name: &str, value: &Json) -> Result<String, ValidationError> {
     let text = text(name, value, 2_048)?;
     let lower = text.to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")
         .or_else(|| lower.strip_prefix("http://"))
-        .ok_or_else(|| invalid(name, format!("`{name}` must be an absolute http:// or https:// URL")))?;
+        .ok_or_else(|| must(name, "must be an absolute http:// or https:// URL"))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit('@').next().unwrap_or("");
     if host.is_empty() || host.starts_with(':') || text.chars().any(char::is_whitespace) {
-        return Err(invalid(name, format!("`{name}` must be an absolute URL with a host and no spaces")));
+        return Err(must(name, "must be an absolute URL with a host and no spaces"));
     }
     Ok(text)
 }
 
-fn flag(name: &str, value: &Value) -> Result<bool, ValidationError> {
+fn flag(name: &str, value: &Json) -> Result<bool, ValidationError> {
     match value {
-        Value::Bool(b) => Ok(*b),
-        Value::Number(n) if n.as_u64() == Some(0) => Ok(false),
-        Value::Number(n) if n.as_u64() == Some(1) => Ok(true),
-        Value::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
-        Value::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
-        _ => Err(invalid(name, format!("`{name}` must be true or false"))),
+        Json::Bool(b) => Ok(*b),
+        Json::Number(n) if n == "0" => Ok(false),
+        Json::Number(n) if n == "1" => Ok(true),
+        Json::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
+        Json::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
+        _ => Err(must(name, "must be true or false")),
     }
 }
 
-fn number(name: &str, value: &Value) -> Result<f64, ValidationError> {
+fn number(name: &str, value: &Json) -> Result<f64, ValidationError> {
     let n = match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse::<f64>().ok(),
+        Json::Number(_) => value.as_f64(),
+        Json::String(s) => crate::json::number(s),
         _ => None,
     };
-    n.filter(|n| n.is_finite()).ok_or_else(|| invalid(name, format!("`{name}` must be a number")))
+    n.filter(|n| n.is_finite()).ok_or_else(|| must(name, "must be a number"))
 }
 
-fn score(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn score(name: &str, value: &Json) -> Result<String, ValidationError> {
     let n = number(name, value)?;
     if !(0.1..=0.9).contains(&n) {
-        return Err(invalid(name, format!("`{name}` must be between 0.1 and 0.9")));
+        return Err(must(name, "must be between 0.1 and 0.9"));
     }
-    Ok(format!("{}", (n * 100.0).round() / 100.0))
+    // Hundredths, written without float formatting: 0.3 -> "0.3", 0.25 -> "0.25".
+    let hundredths = (n * 100.0).round() as u32;
+    let (tenths, rest) = (hundredths / 10, hundredths % 10);
+    Ok(if rest == 0 { format!("0.{tenths}") } else { format!("0.{tenths}{rest}") })
 }
 
-fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationError> {
+fn int(name: &str, value: &Json, min: i64, max: i64) -> Result<i64, ValidationError> {
     let n = match value {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse::<i64>().ok(),
+        Json::Number(_) => value.as_i64(),
+        Json::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };
     match n {
@@ -401,19 +408,19 @@ fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationE
     }
 }
 
-fn choice(name: &str, value: &Value, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
+fn choice(name: &str, value: &Json, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
     let found = value.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim())));
     found
         .copied()
-        .ok_or_else(|| invalid(name, format!("`{name}` must be one of {}", options.join(", "))))
+        .ok_or_else(|| invalid(name, format!("`{name}` must be one of {}", crate::text::list(options.iter().copied()))))
 }
 
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
-fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn proxy(name: &str, value: &Json) -> Result<String, ValidationError> {
     let text = text(name, value, 512)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
-    if text.contains("://") {
+    if crate::text::find(&text, "://").is_some() {
         return Err(bad("no scheme: put HTTP, HTTPS, SOCKS4 or SOCKS5 in `proxytype`"));
     }
     if text.chars().any(char::is_whitespace) {
@@ -447,10 +454,9 @@ fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn image_set(name: &str, value: &Value, count: usize) -> Result<Vec<Image>, ValidationError> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
+fn image_set(name: &str, value: &Json, count: usize) -> Result<Vec<Image>, ValidationError> {
+    let items =
+        value.as_array().ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
     if items.len() != count {
         return Err(invalid(name, format!("`{name}` must hold exactly {count} images (got {})", items.len())));
     }
@@ -463,8 +469,8 @@ fn image_set(name: &str, value: &Value, count: usize) -> Result<Vec<Image>, Vali
 
 /// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
 /// are ignored).
-fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, ValidationError> {
-    let raw = value.as_str().ok_or_else(|| invalid(name, format!("`{name}` must be a base64 string")))?;
+fn image(name: &str, value: &Json, max_side: Option<u32>) -> Result<Image, ValidationError> {
+    let raw = value.as_str().ok_or_else(|| must(name, "must be a base64 string"))?;
     let payload = match raw.strip_prefix("data:") {
         Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),
         None => raw,
@@ -473,23 +479,20 @@ fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, Vali
         return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
     }
     let compact: String = payload.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    let bytes = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
-        .iter()
-        .find_map(|engine| engine.decode(&compact).ok())
-        .ok_or_else(|| invalid(name, format!("`{name}` is not valid base64")))?;
+    let bytes = crate::base64::decode(&compact).ok_or_else(|| must(name, "is not valid base64"))?;
     if bytes.len() < registry::MIN_IMAGE_BYTES {
         return Err(invalid(name, format!("`{name}` is smaller than {} bytes", registry::MIN_IMAGE_BYTES)));
     }
     if bytes.len() > registry::MAX_IMAGE_BYTES {
         return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
     }
-    let format = sniff(&bytes).ok_or_else(|| invalid(name, format!("`{name}` must be a jpg, png or gif image")))?;
+    let format = sniff(&bytes).ok_or_else(|| must(name, "must be a jpg, png or gif image"))?;
     if let (Some(max), Some((w, h))) = (max_side, dimensions(format, &bytes))
         && (w > max || h > max)
     {
         return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
     }
-    Ok(Image { base64: STANDARD.encode(&bytes), format, len: bytes.len() })
+    Ok(Image { base64: crate::base64::encode(&bytes), format, len: bytes.len() })
 }
 
 /// Recognises an image by its magic bytes.

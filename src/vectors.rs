@@ -6,53 +6,126 @@
 //! must produce exactly the stored transcript. `testdata/vectors/README.md` documents the
 //! format and the algorithm for hosts in other languages.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
+use crate::json::{Fields, Json};
 use crate::{ApiKey, Body, Config, Failure, Misuse, Output, Solve, TransportError};
 
 /// Replays stop after this many events (a runaway engine is reported, not looped on).
 pub const MAX_EVENTS: usize = 1_000;
 
 /// One vector file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Vector {
     pub name: String,
     pub description: String,
     pub key: String,
     /// Config JSON (missing fields take defaults).
-    #[serde(default = "empty_object")]
-    pub config: Value,
+    pub config: Json,
     /// Task JSON.
-    pub task: Value,
+    pub task: Json,
     /// The first `now` (epoch ms).
-    #[serde(default)]
     pub start_ms: u64,
     /// What the upstream does with each sent request, in order.
     pub script: Vec<Scripted>,
     /// Snapshot and restore (with the key) before these 0-based `poll_output` calls.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub restore_before: Vec<usize>,
+    pub restore_before: Vec<u64>,
     /// The expected transcript.
-    #[serde(default)]
-    pub transcript: Vec<Value>,
-}
-
-fn empty_object() -> Value {
-    json!({})
+    pub transcript: Vec<Json>,
 }
 
 /// The upstream's behaviour for one request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Scripted {
-    /// The reply arrives `after_ms` after the request was sent.
+    /// `{"reply": {"after_ms", "status", "body"}}`: the reply arrives `after_ms` after sending.
     Reply { after_ms: u64, status: u16, body: String },
-    /// The host reports a transport error `after_ms` after sending.
+    /// `{"transport": {"after_ms", "error"}}`: the host reports a transport error (`timeout`,
+    /// `connect`, `broken`) `after_ms` after sending.
     Transport { after_ms: u64, error: TransportError },
-    /// Nothing ever comes back and the host reports nothing: the engine's own timeout decides.
+    /// `"silence"`: nothing comes back and the host reports nothing; the engine's own request
+    /// timeout decides.
     Silence,
+}
+
+const VECTOR_FIELDS: [&str; 9] =
+    ["name", "description", "key", "config", "task", "start_ms", "script", "restore_before", "transcript"];
+
+impl Vector {
+    /// Parses a vector file.
+    pub fn parse(text: &str) -> Result<Vector, String> {
+        let json = Json::parse(text).map_err(|e| e.to_string())?;
+        let f = Fields::new(&json, "vector", &VECTOR_FIELDS)?;
+        let list =
+            |key: &str| f.opt_value(key).map_or(Ok(&[][..]), |v| v.as_array().ok_or(format!("{key} must be an array")));
+        Ok(Vector {
+            name: f.str("name")?.to_owned(),
+            description: f.str("description")?.to_owned(),
+            key: f.str("key")?.to_owned(),
+            config: f.opt_value("config").cloned().unwrap_or(Json::Object(Vec::new())),
+            task: f.value("task")?.clone(),
+            start_ms: f.opt_u64("start_ms")?.unwrap_or(0),
+            script: list("script")?.iter().map(Scripted::parse).collect::<Result<_, _>>()?,
+            restore_before: list("restore_before")?
+                .iter()
+                .map(|v| v.as_u64().ok_or("restore_before holds integers"))
+                .collect::<Result<_, _>>()?,
+            transcript: list("transcript")?.to_vec(),
+        })
+    }
+
+    /// The vector as pretty JSON, fields in schema order.
+    pub fn to_pretty(&self) -> String {
+        let mut fields = vec![
+            ("name", Json::from(self.name.as_str())),
+            ("description", self.description.as_str().into()),
+            ("key", self.key.as_str().into()),
+            ("config", self.config.clone()),
+            ("task", self.task.clone()),
+            ("start_ms", self.start_ms.into()),
+            ("script", Json::Array(self.script.iter().map(Scripted::to_json).collect())),
+        ];
+        if !self.restore_before.is_empty() {
+            fields.push(("restore_before", Json::Array(self.restore_before.iter().map(|n| (*n).into()).collect())));
+        }
+        fields.push(("transcript", Json::Array(self.transcript.clone())));
+        Json::object(fields).to_pretty()
+    }
+}
+
+impl Scripted {
+    fn parse(value: &Json) -> Result<Scripted, String> {
+        if value.as_str() == Some("silence") {
+            return Ok(Scripted::Silence);
+        }
+        match crate::json::single(value, "script entry")? {
+            ("reply", body) => {
+                let f = Fields::new(body, "reply", &["after_ms", "status", "body"])?;
+                let status = u16::try_from(f.u64("status")?).map_err(|_| "status must fit in u16")?;
+                Ok(Scripted::Reply { after_ms: f.u64("after_ms")?, status, body: f.str("body")?.to_owned() })
+            }
+            ("transport", body) => {
+                let f = Fields::new(body, "transport", &["after_ms", "error"])?;
+                Ok(Scripted::Transport { after_ms: f.u64("after_ms")?, error: f.name("error", TransportError::parse)? })
+            }
+            (other, _) => Err(format!("unknown script entry `{other}`")),
+        }
+    }
+
+    fn to_json(&self) -> Json {
+        match self {
+            Scripted::Reply { after_ms, status, body } => Json::object([(
+                "reply",
+                Json::object([
+                    ("after_ms", Json::from(*after_ms)),
+                    ("status", u64::from(*status).into()),
+                    ("body", body.as_str().into()),
+                ]),
+            )]),
+            Scripted::Transport { after_ms, error } => Json::object([(
+                "transport",
+                Json::object([("after_ms", Json::from(*after_ms)), ("error", error.as_str().into())]),
+            )]),
+            Scripted::Silence => Json::from("silence"),
+        }
+    }
 }
 
 /// What the replayer needs from an engine: the native [`Solve`] or one behind a boundary
@@ -64,8 +137,21 @@ pub trait Engine {
     fn restore(&mut self, snapshot: &str, key: &str) -> Result<Self::Solve, String>;
     fn snapshot(&mut self, solve: &Self::Solve) -> String;
     fn poll_output(&mut self, solve: &mut Self::Solve, now: u64) -> Result<Output, Misuse>;
-    fn handle_response(&mut self, solve: &mut Self::Solve, now: u64, id: u32, status: u16, body: &str) -> Result<(), Misuse>;
-    fn handle_transport_error(&mut self, solve: &mut Self::Solve, now: u64, id: u32, error: TransportError) -> Result<(), Misuse>;
+    fn handle_response(
+        &mut self,
+        solve: &mut Self::Solve,
+        now: u64,
+        id: u32,
+        status: u16,
+        body: &str,
+    ) -> Result<(), Misuse>;
+    fn handle_transport_error(
+        &mut self,
+        solve: &mut Self::Solve,
+        now: u64,
+        id: u32,
+        error: TransportError,
+    ) -> Result<(), Misuse>;
 }
 
 /// The engine itself.
@@ -95,40 +181,49 @@ impl Engine for Native {
         solve.handle_response(now, id, status, body.as_bytes())
     }
 
-    fn handle_transport_error(&mut self, solve: &mut Solve, now: u64, id: u32, error: TransportError) -> Result<(), Misuse> {
+    fn handle_transport_error(
+        &mut self,
+        solve: &mut Solve,
+        now: u64,
+        id: u32,
+        error: TransportError,
+    ) -> Result<(), Misuse> {
         solve.handle_transport_error(now, id, error)
     }
 }
 
 /// The transcript event for an output at time `at`.
-pub fn output_event(at: u64, output: &Output) -> Value {
+pub fn output_event(at: u64, output: &Output) -> Json {
     match output {
         Output::Send(request) => {
-            let mut send = json!({
-                "id": request.id,
-                "kind": request.kind.as_str(),
-                "method": request.method,
-                "url": request.url,
-                "content_type": request.content_type,
-                "timeout_ms": request.timeout_ms,
-            });
-            match &request.body {
-                Body::Form(text) => send["body"] = Value::from(text.as_str()),
-                Body::Multipart(bytes) => {
-                    use base64::Engine as _;
-                    send["body_base64"] = base64::engine::general_purpose::STANDARD.encode(bytes).into();
-                }
-            }
-            json!({ "at": at, "send": send })
+            let body = match &request.body {
+                Body::Form(text) => ("body", Json::from(text.as_str())),
+                Body::Multipart(bytes) => ("body_base64", Json::from(crate::base64::encode(bytes))),
+            };
+            let send = Json::object([
+                ("id", Json::from(request.id)),
+                ("kind", request.kind.as_str().into()),
+                ("method", request.method.into()),
+                ("url", request.url.as_str().into()),
+                ("content_type", request.content_type.as_str().into()),
+                ("timeout_ms", request.timeout_ms.into()),
+                body,
+            ]);
+            event(at, "send", send)
         }
-        Output::WaitUntil(t) => json!({ "at": at, "wait_until": t }),
-        Output::Solved(solution) => json!({ "at": at, "solved": solution }),
-        Output::Failed(failure) => json!({ "at": at, "failed": failure }),
+        Output::WaitUntil(t) => event(at, "wait_until", (*t).into()),
+        Output::Solved(solution) => event(at, "solved", solution.to_json()),
+        Output::Failed(failure) => event(at, "failed", failure.to_json()),
     }
 }
 
-fn misuse_event(at: u64, misuse: &Misuse) -> Value {
-    json!({ "at": at, "misuse": misuse.kind() })
+/// `{"at": at, kind: body}`.
+fn event(at: u64, kind: &str, body: Json) -> Json {
+    Json::object([("at", Json::from(at)), (kind, body)])
+}
+
+fn misuse_event(at: u64, misuse: &Misuse) -> Json {
+    event(at, "misuse", misuse.kind().into())
 }
 
 /// Replays a vector and returns the transcript it produces. The algorithm, which every host
@@ -142,30 +237,30 @@ fn misuse_event(at: u64, misuse: &Misuse) -> Value {
 ///    - `wait_until t`: `now = max(now, t)`.
 ///    - `solved`/`failed`: call `poll_output(now + 1000)` once more, which must repeat the
 ///      same output (else record `error`), and stop.
-pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
+pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json> {
     let mut events = Vec::new();
     let mut now = vector.start_ms;
-    let config: Config = match serde_json::from_value(vector.config.clone()) {
+    let config = match Config::from_value(&vector.config) {
         Ok(config) => config,
-        Err(e) => return vec![json!({ "at": now, "error": format!("bad config: {e}") })],
+        Err(e) => return vec![event(now, "error", format!("bad config: {e}").into())],
     };
-    let mut solve = match engine.create(&vector.task.to_string(), &vector.key, &config, now) {
+    let mut solve = match engine.create(&vector.task.to_text(), &vector.key, &config, now) {
         Ok(solve) => solve,
-        Err(failure) => return vec![json!({ "at": now, "rejected": failure })],
+        Err(failure) => return vec![event(now, "rejected", failure.to_json())],
     };
     let mut script = vector.script.iter();
-    let mut polls = 0;
+    let mut polls: u64 = 0;
     while events.len() < MAX_EVENTS {
         if vector.restore_before.contains(&polls) {
             let snapshot = engine.snapshot(&solve);
             match engine.restore(&snapshot, &vector.key) {
                 Ok(restored) => solve = restored,
                 Err(e) => {
-                    events.push(json!({ "at": now, "error": format!("restore failed: {e}") }));
+                    events.push(event(now, "error", format!("restore failed: {e}").into()));
                     return events;
                 }
             }
-            events.push(json!({ "at": now, "restored": true }));
+            events.push(event(now, "restored", true.into()));
         }
         polls += 1;
         let output = match engine.poll_output(&mut solve, now) {
@@ -181,17 +276,23 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
                 let fed = match script.next() {
                     Some(Scripted::Reply { after_ms, status, body }) => {
                         now += after_ms;
-                        events.push(json!({ "at": now, "reply": { "id": request.id, "status": status, "body": body } }));
+                        let reply = [
+                            ("id", Json::from(request.id)),
+                            ("status", u64::from(*status).into()),
+                            ("body", body.as_str().into()),
+                        ];
+                        events.push(event(now, "reply", Json::object(reply)));
                         engine.handle_response(&mut solve, now, request.id, *status, body)
                     }
                     Some(Scripted::Transport { after_ms, error }) => {
                         now += after_ms;
-                        events.push(json!({ "at": now, "transport": { "id": request.id, "error": error } }));
+                        let transport = [("id", Json::from(request.id)), ("error", error.as_str().into())];
+                        events.push(event(now, "transport", Json::object(transport)));
                         engine.handle_transport_error(&mut solve, now, request.id, *error)
                     }
                     Some(Scripted::Silence) => Ok(()),
                     None => {
-                        events.push(json!({ "at": now, "error": "script exhausted" }));
+                        events.push(event(now, "error", "script exhausted".into()));
                         return events;
                     }
                 };
@@ -204,12 +305,12 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
             terminal @ (Output::Solved(_) | Output::Failed(_)) => {
                 let again = engine.poll_output(&mut solve, now + 1_000);
                 if again.as_ref() != Ok(&terminal) {
-                    events.push(json!({ "at": now + 1_000, "error": "terminal output was not sticky" }));
+                    events.push(event(now + 1_000, "error", "terminal output was not sticky".into()));
                 }
                 return events;
             }
         }
     }
-    events.push(json!({ "at": now, "error": "too many events" }));
+    events.push(event(now, "error", "too many events".into()));
     events
 }

@@ -1,1 +1,162 @@
-fn main() {}
+//! `cargo xtask component`: builds the engine for wasm32-unknown-unknown, shrinks the core module
+//! with binaryen's `wasm-opt -Oz`, wraps it into a component (wit-component), drops the debug
+//! name section, validates it, prints its WIT, and fails if the component imports anything or
+//! exceeds the size budget. Writes `target/component/captchaai_engine.wasm` (and `.wit`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::{env, fs};
+
+use anyhow::{Context, Result, bail};
+use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
+
+/// The component must stay under this many bytes.
+const SIZE_BUDGET: usize = 150 * 1024;
+
+fn main() -> Result<()> {
+    match env::args().nth(1).as_deref() {
+        Some("component") => component(),
+        _ => bail!("usage: cargo xtask component"),
+    }
+}
+
+fn component() -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?.to_path_buf();
+    let target = env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "--lib",
+            "-p",
+            "captchaai-engine",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--profile",
+            "wasm",
+        ])
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("building the engine for wasm32-unknown-unknown failed");
+    }
+    let core_path = target.join("wasm32-unknown-unknown/wasm/captchaai_engine.wasm");
+    let out_dir = target.join("component");
+    fs::create_dir_all(&out_dir)?;
+    let optimised = out_dir.join("captchaai_engine.core.wasm");
+    wasm_opt(&root, &core_path, &optimised)?;
+    let core = fs::read(&optimised).with_context(|| format!("reading {}", optimised.display()))?;
+    let component = ComponentEncoder::default().module(&core)?.validate(true).encode()?;
+    let component = without_custom_section(&component, "component-name")?;
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&component)
+        .context("the component does not validate")?;
+
+    let DecodedWasm::Component(resolve, world_id) = wit_component::decode(&component)? else {
+        bail!("the output is not a component");
+    };
+    let world = &resolve.worlds[world_id];
+    let mut printer = WitPrinter::default();
+    let package = world.package.context("the decoded world has no package")?;
+    let nested: Vec<_> = resolve.packages.iter().map(|(id, _)| id).filter(|id| *id != package).collect();
+    printer.print(&resolve, package, &nested)?;
+    let wit = printer.output.to_string();
+
+    let out = out_dir.join("captchaai_engine.wasm");
+    fs::write(&out, &component)?;
+    fs::write(out_dir.join("captchaai_engine.wit"), &wit)?;
+
+    println!("{}", world_summary(&wit));
+    let imports: Vec<String> = world.imports.keys().map(|k| resolve.name_world_key(k)).collect();
+    if !imports.is_empty() {
+        bail!("the component imports {imports:?}; it must import nothing");
+    }
+    println!("imports: none");
+    println!(
+        "component: {} ({} bytes, {:.1} KiB; budget {} KiB)",
+        out.display(),
+        component.len(),
+        kib(component.len()),
+        SIZE_BUDGET / 1024
+    );
+    if component.len() > SIZE_BUDGET {
+        bail!("the component is {:.1} KiB, over the {} KiB budget", kib(component.len()), SIZE_BUDGET / 1024);
+    }
+    Ok(())
+}
+
+/// Features rustc 1.95 emits for wasm32-unknown-unknown; binaryen needs them spelled out.
+const WASM_FEATURES: &[&str] = &[
+    "--enable-bulk-memory",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-multivalue",
+    "--enable-reference-types",
+    "--enable-mutable-globals",
+];
+
+/// Runs `wasm-opt -Oz` (from PATH, or from an npm install of `binaryen` in the workspace).
+fn wasm_opt(root: &Path, input: &Path, output: &Path) -> Result<()> {
+    let local = root.join("node_modules/.bin/wasm-opt");
+    let program = if local.exists() { local } else { PathBuf::from("wasm-opt") };
+    let status =
+        Command::new(&program).arg("-Oz").args(WASM_FEATURES).arg(input).arg("-o").arg(output).status().with_context(
+            || {
+                format!(
+                    "running {}: install binaryen (`apt-get install binaryen` or `npm install binaryen`)",
+                    program.display()
+                )
+            },
+        )?;
+    if !status.success() {
+        bail!("wasm-opt failed on {}", input.display());
+    }
+    Ok(())
+}
+
+/// The component without the named top-level custom section (sections are copied as bytes).
+fn without_custom_section(component: &[u8], name: &str) -> Result<Vec<u8>> {
+    let mut out = component.get(..8).context("not a wasm binary")?.to_vec();
+    let mut pos = 8;
+    while pos < component.len() {
+        let start = pos;
+        let id = component[pos];
+        let (size, after) = read_leb128(component, pos + 1)?;
+        let end = after.checked_add(size).filter(|e| *e <= component.len()).context("truncated section")?;
+        let dropped = id == 0 && {
+            let (len, at) = read_leb128(component, after)?;
+            component.get(at..at + len) == Some(name.as_bytes())
+        };
+        if !dropped {
+            out.extend_from_slice(&component[start..end]);
+        }
+        pos = end;
+    }
+    Ok(out)
+}
+
+fn read_leb128(bytes: &[u8], mut pos: usize) -> Result<(usize, usize)> {
+    let mut value = 0usize;
+    for shift in (0..35).step_by(7) {
+        let byte = *bytes.get(pos).context("truncated LEB128")?;
+        pos += 1;
+        value |= usize::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok((value, pos));
+        }
+    }
+    bail!("LEB128 too long")
+}
+
+/// The `world ... { ... }` block of the printed WIT.
+fn world_summary(wit: &str) -> String {
+    let start = wit.find("world ").unwrap_or(0);
+    let end = wit[start..].find('}').map(|i| start + i + 1).unwrap_or(wit.len());
+    wit[start..end].to_owned()
+}
+
+fn kib(bytes: usize) -> f64 {
+    bytes as f64 / 1024.0
+}

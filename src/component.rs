@@ -1,0 +1,286 @@
+//! The WebAssembly component: `wit/engine.wit` exported over the native engine. Conversions
+//! only; every decision stays in the engine.
+
+use std::cell::RefCell;
+
+use crate::account::{self, Admission, ThreadGate};
+use crate::{Answer, ApiKey, Body, Class, Config, Failure, Misuse, Output, RequestKind, RestoreError, Solution};
+use crate::{HttpRequest, Solve, TransportError};
+
+wit_bindgen::generate!({
+    world: "engine-component",
+    path: "wit",
+});
+
+use exports::captchaai::engine::account as wit_account;
+use exports::captchaai::engine::engine as wit_engine;
+use exports::captchaai::engine::types as wit;
+
+struct Component;
+
+export!(Component);
+
+// The component is single-threaded (no `atomics` target feature), which this allocator requires.
+#[cfg(not(target_feature = "atomics"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
+/// A solve behind the resource handle.
+struct SolveResource(RefCell<Solve>);
+
+/// A thread gate behind the resource handle.
+struct GateResource(RefCell<ThreadGate>);
+
+impl wit_engine::Guest for Component {
+    type Solve = SolveResource;
+
+    fn is_fresh(solution: wit::Solution, now: u64, max_age_ms: u64) -> bool {
+        solution_from_wit(solution).is_fresh(now, max_age_ms)
+    }
+}
+
+impl wit_engine::GuestSolve for SolveResource {
+    fn create(
+        task_json: String,
+        key: String,
+        config: wit::Config,
+        now: u64,
+    ) -> Result<wit_engine::Solve, wit::Failure> {
+        let config = config_from_wit(config);
+        Solve::from_json(&task_json, &key, &config, now)
+            .map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve))))
+            .map_err(failure_to_wit)
+    }
+
+    fn restore(snapshot: String, key: String) -> Result<wit_engine::Solve, wit::RestoreError> {
+        let key = ApiKey::new(key).map_err(|e| wit::RestoreError::InvalidKey(e.message))?;
+        Solve::restore(&snapshot, key)
+            .map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve))))
+            .map_err(restore_error_to_wit)
+    }
+
+    fn poll_output(&self, now: u64) -> Result<wit::Output, wit::Misuse> {
+        self.0.borrow_mut().poll_output(now).map(output_to_wit).map_err(misuse_to_wit)
+    }
+
+    fn handle_response(&self, now: u64, request_id: u32, response: wit::HttpResponse) -> Result<(), wit::Misuse> {
+        let mut solve = self.0.borrow_mut();
+        solve.handle_response(now, request_id, response.status, response.body.as_bytes()).map_err(misuse_to_wit)
+    }
+
+    fn handle_transport_error(&self, now: u64, request_id: u32, error: wit::TransportError) -> Result<(), wit::Misuse> {
+        let error = match error {
+            wit::TransportError::Timeout => TransportError::Timeout,
+            wit::TransportError::Connect => TransportError::Connect,
+            wit::TransportError::Broken => TransportError::Broken,
+        };
+        self.0.borrow_mut().handle_transport_error(now, request_id, error).map_err(misuse_to_wit)
+    }
+
+    fn snapshot(&self) -> String {
+        self.0.borrow().snapshot()
+    }
+
+    fn task_id(&self) -> Option<String> {
+        self.0.borrow().task_id().map(str::to_owned)
+    }
+
+    fn deadline(&self) -> Option<u64> {
+        self.0.borrow().deadline()
+    }
+}
+
+impl wit_account::Guest for Component {
+    type ThreadGate = GateResource;
+
+    fn threads_info_request(key: String, config: wit::Config) -> Result<wit::HttpRequest, wit::Failure> {
+        let key = ApiKey::new(key).map_err(|e| failure_to_wit(e.into()))?;
+        account::threads_info_request(&key, &config_from_wit(config))
+            .map(request_to_wit)
+            .map_err(|e| failure_to_wit(e.into()))
+    }
+
+    fn parse_threads_info(response: wit::HttpResponse) -> Result<wit::ThreadsInfo, wit::Failure> {
+        account::parse_threads_info(response.status, response.body.as_bytes())
+            .map(|info| wit::ThreadsInfo { threads: info.threads, working_threads: info.working_threads })
+            .map_err(failure_to_wit)
+    }
+
+    fn balance_request(key: String, config: wit::Config) -> Result<wit::HttpRequest, wit::Failure> {
+        let key = ApiKey::new(key).map_err(|e| failure_to_wit(e.into()))?;
+        account::balance_request(&key, &config_from_wit(config))
+            .map(request_to_wit)
+            .map_err(|e| failure_to_wit(e.into()))
+    }
+
+    fn parse_balance(response: wit::HttpResponse) -> Result<f64, wit::Failure> {
+        account::parse_balance(response.status, response.body.as_bytes()).map_err(failure_to_wit)
+    }
+}
+
+impl wit_account::GuestThreadGate for GateResource {
+    fn create(plan_threads: u64, reserve: u64) -> Result<wit_account::ThreadGate, wit::Failure> {
+        ThreadGate::new(plan_threads, reserve)
+            .map(|gate| wit_account::ThreadGate::new(GateResource(RefCell::new(gate))))
+            .map_err(|e| failure_to_wit(e.into()))
+    }
+
+    fn enter(&self) -> (u64, wit::Admission) {
+        let (ticket, admission) = self.0.borrow_mut().enter();
+        (ticket, admission_to_wit(admission))
+    }
+
+    fn admission(&self, ticket: u64) -> Option<wit::Admission> {
+        self.0.borrow().admission(ticket).ok().map(admission_to_wit)
+    }
+
+    fn leave(&self, ticket: u64) -> Option<Vec<u64>> {
+        self.0.borrow_mut().leave(ticket).ok()
+    }
+
+    fn set_plan(&self, plan_threads: u64) -> Result<Vec<u64>, wit::Failure> {
+        self.0.borrow_mut().set_plan(plan_threads).map_err(|e| failure_to_wit(e.into()))
+    }
+
+    fn capacity(&self) -> u64 {
+        self.0.borrow().capacity()
+    }
+
+    fn running(&self) -> u64 {
+        self.0.borrow().running() as u64
+    }
+
+    fn queued(&self) -> u64 {
+        self.0.borrow().queued() as u64
+    }
+}
+
+fn config_from_wit(c: wit::Config) -> Config {
+    let d = Config::default();
+    Config {
+        base_url: c.base_url.unwrap_or(d.base_url),
+        request_timeout_ms: c.request_timeout_ms.unwrap_or(d.request_timeout_ms),
+        deadline_ms: c.deadline_ms,
+        initial_wait_ms: c.initial_wait_ms,
+        poll_interval_ms: c.poll_interval_ms,
+        max_submit_retries: c.max_submit_retries.unwrap_or(d.max_submit_retries),
+        max_poll_errors: c.max_poll_errors.unwrap_or(d.max_poll_errors),
+        unsolvable_retries: c.unsolvable_retries.unwrap_or(d.unsolvable_retries),
+        jitter_seed: c.jitter_seed,
+        max_jitter_ms: c.max_jitter_ms.unwrap_or(d.max_jitter_ms),
+    }
+}
+
+fn class_to_wit(class: Class) -> wit::FailureClass {
+    match class {
+        Class::Permanent => wit::FailureClass::Permanent,
+        Class::Transient => wit::FailureClass::Transient,
+        Class::Unsolvable => wit::FailureClass::Unsolvable,
+    }
+}
+
+fn failure_to_wit(f: Failure) -> wit::Failure {
+    wit::Failure {
+        code: f.code,
+        class: class_to_wit(f.class),
+        message: f.message,
+        retry_after_ms: f.retry_after_ms,
+        field: f.field,
+        task_id: f.task_id,
+    }
+}
+
+fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
+    let kind = match r.kind {
+        RequestKind::Submit => wit::RequestKind::Submit,
+        RequestKind::Poll => wit::RequestKind::Poll,
+        RequestKind::ThreadsInfo => wit::RequestKind::ThreadsInfo,
+        RequestKind::Balance => wit::RequestKind::Balance,
+    };
+    let body = match r.body {
+        Body::Form(text) => wit::RequestBody::Form(text),
+        Body::Multipart(bytes) => wit::RequestBody::Multipart(bytes),
+    };
+    wit::HttpRequest {
+        id: r.id,
+        kind,
+        method: r.method.to_owned(),
+        url: r.url,
+        content_type: r.content_type,
+        body,
+        timeout_ms: r.timeout_ms,
+    }
+}
+
+fn answer_to_wit(a: Answer) -> wit::Answer {
+    match a {
+        Answer::Text(s) => wit::Answer::Text(s),
+        Answer::Json(s) => wit::Answer::Json(s),
+    }
+}
+
+fn solution_to_wit(s: Solution) -> wit::Solution {
+    wit::Solution {
+        answer: answer_to_wit(s.answer),
+        user_agent: s.user_agent,
+        task_id: s.task_id,
+        submitted_at: s.submitted_at,
+        solved_at: s.solved_at,
+        elapsed_ms: s.elapsed_ms,
+        polls: s.polls,
+        attempts: s.attempts,
+        expires_at: s.expires_at,
+    }
+}
+
+fn solution_from_wit(s: wit::Solution) -> Solution {
+    Solution {
+        answer: match s.answer {
+            wit::Answer::Text(t) => Answer::Text(t),
+            wit::Answer::Json(j) => Answer::Json(j),
+        },
+        user_agent: s.user_agent,
+        task_id: s.task_id,
+        submitted_at: s.submitted_at,
+        solved_at: s.solved_at,
+        elapsed_ms: s.elapsed_ms,
+        polls: s.polls,
+        attempts: s.attempts,
+        expires_at: s.expires_at,
+    }
+}
+
+fn output_to_wit(o: Output) -> wit::Output {
+    match o {
+        Output::Send(r) => wit::Output::Send(request_to_wit(r)),
+        Output::WaitUntil(t) => wit::Output::WaitUntil(t),
+        Output::Solved(s) => wit::Output::Solved(solution_to_wit(s)),
+        Output::Failed(f) => wit::Output::Failed(failure_to_wit(f)),
+    }
+}
+
+fn misuse_to_wit(m: Misuse) -> wit::Misuse {
+    match m {
+        Misuse::TimeWentBackwards { last, .. } => wit::Misuse::TimeWentBackwards(last),
+        Misuse::UnknownRequest { request_id } => wit::Misuse::UnknownRequest(request_id),
+        Misuse::StaleResponse { request_id } => wit::Misuse::StaleResponse(request_id),
+    }
+}
+
+fn restore_error_to_wit(e: RestoreError) -> wit::RestoreError {
+    match e {
+        RestoreError::Malformed(m) => wit::RestoreError::Malformed(m),
+        RestoreError::Truncated => wit::RestoreError::Truncated,
+        RestoreError::Foreign => wit::RestoreError::Foreign,
+        RestoreError::UnsupportedVersion(v) => wit::RestoreError::UnsupportedVersion(v),
+        RestoreError::Invalid(m) => wit::RestoreError::Invalid(m),
+        RestoreError::Key(e) => wit::RestoreError::InvalidKey(e.message),
+    }
+}
+
+fn admission_to_wit(a: Admission) -> wit::Admission {
+    match a {
+        Admission::Admitted => wit::Admission::Admitted,
+        Admission::Queued { position } => wit::Admission::Queued(position),
+    }
+}
