@@ -360,7 +360,7 @@ impl Solve {
         self.state.next_id = id.saturating_add(1);
         self.state.started_at.get_or_insert(now);
         if step == Step::Poll {
-            self.state.polls += 1;
+            self.state.polls = self.state.polls.saturating_add(1);
         }
         self.state.phase = Phase::Awaiting { step, id, sent_at: now };
         self.state.pending = None;
@@ -487,7 +487,7 @@ impl Solve {
                 self.schedule(Step::Poll, at, late);
             }
             (Action::Retry, Step::Poll) => {
-                self.state.poll_errors += 1;
+                self.state.poll_errors = self.state.poll_errors.saturating_add(1);
                 if self.state.poll_errors > self.config.max_poll_errors {
                     return self.finish_failed(failure);
                 }
@@ -499,7 +499,7 @@ impl Solve {
                 if self.state.submit_retries >= self.config.max_submit_retries {
                     return self.finish_failed(failure);
                 }
-                self.state.submit_retries += 1;
+                self.state.submit_retries = self.state.submit_retries.saturating_add(1);
                 let wait = backoff(self.state.submit_retries, info.retry_after_ms.unwrap_or(5_000));
                 self.schedule(Step::Submit, now.saturating_add(wait), failure);
             }
@@ -509,7 +509,7 @@ impl Solve {
                 if self.state.attempt > self.config.unsolvable_retries {
                     return self.finish_failed(failure);
                 }
-                self.state.attempt += 1;
+                self.state.attempt = self.state.attempt.saturating_add(1);
                 self.state.task_id = None;
                 self.state.submit_retries = 0;
                 self.state.poll_errors = 0;
@@ -521,7 +521,7 @@ impl Solve {
 
     /// Every thread is busy: wait, then submit again (within the deadline).
     fn wait_for_thread(&mut self, now: u64, why: String) {
-        self.state.busy_rounds += 1;
+        self.state.busy_rounds = self.state.busy_rounds.saturating_add(1);
         let info = code_info(codes::ZERO_BALANCE);
         let failure =
             self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));

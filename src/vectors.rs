@@ -28,6 +28,9 @@ pub struct Vector {
     pub script: Vec<Scripted>,
     /// Snapshot and restore (with the key) before these 0-based `poll_output` calls.
     pub restore_before: Vec<u64>,
+    /// A summary of the expected outcome written by hand (`outcome`, `code`, `class`, `sends`),
+    /// checked against the transcript so a regenerated transcript cannot silently change meaning.
+    pub expect: Json,
     /// The expected transcript.
     pub transcript: Vec<Json>,
 }
@@ -45,8 +48,8 @@ pub enum Scripted {
     Silence,
 }
 
-const VECTOR_FIELDS: [&str; 9] =
-    ["name", "description", "key", "config", "task", "start_ms", "script", "restore_before", "transcript"];
+const VECTOR_FIELDS: [&str; 10] =
+    ["name", "description", "key", "config", "task", "start_ms", "script", "restore_before", "expect", "transcript"];
 
 impl Vector {
     /// Parses a vector file.
@@ -67,6 +70,7 @@ impl Vector {
                 .iter()
                 .map(|v| v.as_u64().ok_or("restore_before holds integers"))
                 .collect::<Result<_, _>>()?,
+            expect: f.opt_value("expect").cloned().unwrap_or(Json::Null),
             transcript: list("transcript")?.to_vec(),
         })
     }
@@ -84,6 +88,9 @@ impl Vector {
         ];
         if !self.restore_before.is_empty() {
             fields.push(("restore_before", Json::Array(self.restore_before.iter().map(|n| (*n).into()).collect())));
+        }
+        if !self.expect.is_null() {
+            fields.push(("expect", self.expect.clone()));
         }
         fields.push(("transcript", Json::Array(self.transcript.clone())));
         Json::object(fields).to_pretty()

@@ -1,0 +1,132 @@
+//! Replays every golden vector in testdata/vectors natively and compares the full transcript.
+//! `BLESS=1 cargo test --test vectors` rewrites the transcripts (read the diff afterwards); the
+//! hand-written `expect` summaries are checked either way.
+
+use std::fs;
+use std::path::PathBuf;
+
+use captchaai_engine::json::Json;
+use captchaai_engine::vectors::{Native, Vector, replay};
+
+fn vector_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors");
+    let mut files: Vec<PathBuf> =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    files.sort();
+    files
+}
+
+/// The last event that ends a transcript: `solved`, `failed`, `rejected` (or an `error`).
+fn outcome(transcript: &[Json]) -> (&str, &Json) {
+    let last = transcript.last().expect("empty transcript");
+    let (kind, body) = last.as_object().unwrap().iter().find(|(k, _)| k != "at").expect("event kind");
+    (kind.as_str(), body)
+}
+
+/// Checks a transcript against the vector's hand-written expectations.
+fn check_expect(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
+    let expect = &vector.expect;
+    let (kind, body) = outcome(transcript);
+    let want = |key: &str| expect.get(key);
+    if want("outcome").and_then(Json::as_str) != Some(kind) {
+        return Err(format!("outcome {kind}, expected {:?}", want("outcome")));
+    }
+    let sends = transcript.iter().filter(|e| e.get("send").is_some()).count() as u64;
+    if want("sends").and_then(Json::as_u64) != Some(sends) {
+        return Err(format!("{sends} requests sent, expected {:?}", want("sends")));
+    }
+    for key in ["code", "class", "retry_after_ms", "field"] {
+        if let Some(expected) = want(key)
+            && body.get(key) != Some(expected)
+        {
+            return Err(format!("{key} is {:?}, expected {expected:?}", body.get(key)));
+        }
+    }
+    if let Some(answer) = want("answer") {
+        let got = body.get("answer").and_then(|a| a.get("text").or_else(|| a.get("json")));
+        if got != Some(answer) {
+            return Err(format!("answer {got:?}, expected {answer:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Invariants every transcript must keep, whatever the vector.
+fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
+    let mut last_at = 0;
+    let mut last_res_send: Option<u64> = None;
+    for event in transcript {
+        let at = event.get("at").and_then(Json::as_u64).ok_or("event without time")?;
+        if at < last_at {
+            return Err("time went backwards in the transcript".into());
+        }
+        last_at = at;
+        if event.get("error").is_some() {
+            return Err(format!("replay error: {}", event.to_text()));
+        }
+        if let Some(send) = event.get("send") {
+            let url = send.get("url").and_then(Json::as_str).unwrap_or_default();
+            if url.contains(&vector.key) {
+                return Err("the key is in a URL".into());
+            }
+            if send.get("method").and_then(Json::as_str) != Some("POST") {
+                return Err("a request that is not a POST".into());
+            }
+            if send.get("kind").and_then(Json::as_str) == Some("poll") {
+                if let Some(previous) = last_res_send
+                    && at < previous + 5_000
+                {
+                    return Err(format!("polled {} ms after the previous request for the task", at - previous));
+                }
+            }
+            if matches!(send.get("kind").and_then(Json::as_str), Some("poll" | "submit")) {
+                last_res_send = Some(at);
+            }
+        } else if !event.get("reply").is_some() && event.get("transport").is_none() {
+            let text = event.to_text();
+            if text.contains(&vector.key) {
+                return Err(format!("the key appears in an output: {text}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn golden_vectors_replay_exactly() {
+    let bless = std::env::var_os("BLESS").is_some();
+    let files = vector_files();
+    assert!(files.len() >= 60, "expected the full vector set, found {}", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = fs::read_to_string(path).unwrap();
+        let mut vector = Vector::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let transcript = replay(&mut Native, &vector);
+        let name = &vector.name;
+        if let Err(e) = check_expect(&vector, &transcript).and_then(|()| check_invariants(&vector, &transcript)) {
+            failures.push(format!("{name}: {e}\n  transcript: {}", Json::Array(transcript.clone()).to_pretty()));
+            continue;
+        }
+        if bless {
+            vector.transcript = transcript;
+            fs::write(path, vector.to_pretty() + "\n").unwrap();
+        } else if vector.transcript != transcript {
+            let first = vector.transcript.iter().zip(&transcript).position(|(a, b)| a != b).unwrap_or(transcript.len().min(vector.transcript.len()));
+            failures.push(format!(
+                "{name}: transcript differs at event {first}\n  stored:   {}\n  replayed: {}",
+                vector.transcript.get(first).map(Json::to_text).unwrap_or_default(),
+                transcript.get(first).map(Json::to_text).unwrap_or_default(),
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} vectors failed:\n{}", failures.len(), files.len(), failures.join("\n"));
+}
+
+#[test]
+fn vector_files_round_trip_through_the_schema() {
+    for path in vector_files() {
+        let text = fs::read_to_string(&path).unwrap();
+        let vector = Vector::parse(&text).unwrap();
+        assert_eq!(vector.to_pretty() + "\n", text, "{} is not in canonical form", path.display());
+    }
+}
