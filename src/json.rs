@@ -23,7 +23,7 @@ pub enum Json {
     Object(Vec<(String, Json)>),
 }
 
-/// Nesting deeper than this is rejected (replies and snapshots are shallow).
+/// At most this many nested arrays and objects (replies and snapshots are shallow).
 const MAX_DEPTH: usize = 64;
 
 impl Json {
@@ -278,15 +278,13 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Json, ParseError> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("nested too deeply"));
-        }
         match self.peek() {
             None => Err(self.error("unexpected end of input")),
             Some(b'n') => self.literal(b"null", Json::Null),
             Some(b't') => self.literal(b"true", Json::Bool(true)),
             Some(b'f') => self.literal(b"false", Json::Bool(false)),
             Some(b'"') => self.string().map(Json::String),
+            Some(b'[' | b'{') if depth >= MAX_DEPTH => Err(self.error("nested too deeply")),
             Some(b'[') => self.array(depth),
             Some(b'{') => self.object(depth),
             Some(b'-' | b'0'..=b'9') => self.number(),

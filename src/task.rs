@@ -258,23 +258,33 @@ impl Task {
         for (name, value) in object {
             let field = format!("extra.{name}");
             if RESERVED_PARAMS.contains(&name.as_str()) {
-                return Err(invalid(field, format!("`{name}` is set by the engine and cannot be overridden")));
+                return Err(invalid(
+                    &field,
+                    format!("`{field}`: `{name}` is set by the engine and cannot be overridden"),
+                ));
             }
             let name_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']');
             if name.is_empty() || name.len() > 64 || !name.bytes().all(name_ok) {
-                return Err(invalid(field, "extra parameter names must be 1-64 letters, digits or _-.[]"));
+                return Err(invalid(
+                    &field,
+                    format!("`{field}`: parameter names must be 1-64 letters, digits or _-.[]"),
+                ));
             }
-            if generated.iter().any(|(p, _)| p == name) || name == "file" || name == "body" {
-                return Err(invalid(field, format!("`{name}` is already set by this task's fields")));
+            let typed = self.spec.fields.iter().any(|f| f.param == name || f.name == name);
+            if typed || generated.iter().any(|(p, _)| p == name) || name == "file" {
+                return Err(invalid(
+                    &field,
+                    format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
+                ));
             }
             let text = match value {
                 Json::String(s) => s.clone(),
                 Json::Number(n) => n.clone(),
                 Json::Bool(b) => u8::from(*b).to_string(),
-                _ => return Err(invalid(field, "extra values must be strings, numbers or booleans")),
+                _ => return Err(invalid(&field, format!("`{field}` must be a string, number or boolean"))),
             };
             if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
-                return Err(invalid(field, "extra values must be text up to 64 KiB without control characters"));
+                return Err(invalid(&field, format!("`{field}` must be text up to 64 KiB without control characters")));
             }
             out.push((name.clone(), text));
         }

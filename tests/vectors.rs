@@ -10,8 +10,11 @@ use captchaai_engine::vectors::{Native, Vector, replay};
 
 fn vector_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors");
-    let mut files: Vec<PathBuf> =
-        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     files.sort();
     files
 }
@@ -111,7 +114,12 @@ fn golden_vectors_replay_exactly() {
             vector.transcript = transcript;
             fs::write(path, vector.to_pretty() + "\n").unwrap();
         } else if vector.transcript != transcript {
-            let first = vector.transcript.iter().zip(&transcript).position(|(a, b)| a != b).unwrap_or(transcript.len().min(vector.transcript.len()));
+            let first = vector
+                .transcript
+                .iter()
+                .zip(&transcript)
+                .position(|(a, b)| a != b)
+                .unwrap_or(transcript.len().min(vector.transcript.len()));
             failures.push(format!(
                 "{name}: transcript differs at event {first}\n  stored:   {}\n  replayed: {}",
                 vector.transcript.get(first).map(Json::to_text).unwrap_or_default(),

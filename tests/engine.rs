@@ -1,0 +1,322 @@
+//! Reply parsing, validation, host misuse, snapshots, timing rules, freshness and key hygiene.
+
+mod common;
+
+use captchaai_engine::json::Json;
+use captchaai_engine::reply::{self, Reply};
+use captchaai_engine::{ApiKey, Class, Config, Misuse, Output, RequestKind, RestoreError, Solve, TransportError};
+use common::*;
+
+// Reply parsing -------------------------------------------------------------------------------
+
+#[test]
+fn replies_parse_in_every_documented_shape() {
+    let ok = |value: Json, ua: Option<&str>| Reply::Ok { value, user_agent: ua.map(str::to_owned) };
+    let code = |c: &str| Reply::Code { code: c.to_owned(), text: None };
+    let cases: Vec<(u16, &str, Reply)> = vec![
+        (200, r#"{"status":1,"request":"7412"}"#, ok(Json::from("7412"), None)),
+        (200, r#"{"status":1,"request":73846221}"#, ok(Json::Number("73846221".into()), None)),
+        (200, r#"{"status":"1","request":"tok"}"#, ok(Json::from("tok"), None)),
+        (200, r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#, ok(Json::from("cf"), Some("UA"))),
+        (200, r#"{"status":1,"request":"tok","result":""}"#, ok(Json::from("tok"), None)),
+        (200, r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#, Reply::NotReady),
+        (200, r#"{"status":0,"request":"CAPTCHA_NOT_READY"}"#, Reply::NotReady),
+        (200, "CAPCHA_NOT_READY", Reply::NotReady),
+        (200, "  ERROR_UPLOAD\n", code("ERROR_UPLOAD")),
+        (200, "OK|tok|with|bars", ok(Json::from("tok|with|bars"), None)),
+        (
+            200,
+            r#"{"status":0,"request":"ERROR_PAGEURL","error_text":"bad url"}"#,
+            Reply::Code { code: "ERROR_PAGEURL".into(), text: Some("bad url".into()) },
+        ),
+        (500, r#"{"status":0,"request":"ERROR_SERVER_ERROR"}"#, code("ERROR_SERVER_ERROR")),
+        (200, r#"{"threads":"5","working_threads":2}"#, Reply::Threads { threads: 5, working: 2 }),
+        (200, "\u{feff}{\"status\":1,\"request\":\"bom\"}", ok(Json::from("bom"), None)),
+        (200, "IP_BANNED", code("IP_BANNED")),
+        (200, "ERROR: 1001", code("ERROR: 1001")),
+    ];
+    for (status, body, expected) in cases {
+        assert_eq!(reply::parse(status, body.as_bytes()), expected, "{body}");
+    }
+    for (status, body) in [
+        (502, "<html><head><title>502 Bad Gateway</title></head></html>"),
+        (200, ""),
+        (200, "   "),
+        (200, "<!DOCTYPE html>"),
+        (200, r#"{"status":1}"#),
+        (200, r#"{"status":1,"request":""}"#),
+        (200, r#"{"status":0,"request":"maybe"}"#),
+        (503, r#"{"status":1,"request":"7412"}"#),
+        (200, "OK"),
+        (200, "\u{0}\u{1}\u{2}"),
+        (200, r#"{"status":0,"request":"ERROR_X","#),
+    ] {
+        assert!(matches!(reply::parse(status, body.as_bytes()), Reply::Unexpected { .. }), "{status} {body:?}");
+    }
+    match reply::parse(502, b"<html><head><title>502 Bad Gateway</title></head></html>") {
+        Reply::Unexpected { status, what } => {
+            assert_eq!((status, what.as_str()), (502, "an HTML page titled \"502 Bad Gateway\""))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(reply::parse(200, &[0xff, 0xfe, b'{']), Reply::Unexpected { .. }));
+}
+
+// Validation ---------------------------------------------------------------------------------
+
+#[test]
+fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
+    let img_small = "R0lGODlhAQABAAAAACw=";
+    let cases = [
+        (r#"{"pageurl":"https://a.b"}"#.to_owned(), "type"),
+        (r#"{"type":"hcaptcha"}"#.to_owned(), "type"),
+        (r#"{"type":"nope"}"#.to_owned(), "type"),
+        (format!(r#"{{"type":"recaptcha_v2","pageurl":"{PAGE}"}}"#), "sitekey"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"","pageurl":"{PAGE}"}}"#), "sitekey"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"ftp://x"}}"#), "pageurl"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","googlekey":"k"}}"#), "googlekey"),
+        (format!(r#"{{"type":"recaptcha_v3","sitekey":"k","pageurl":"{PAGE}"}}"#), "action"),
+        (format!(r#"{{"type":"recaptcha_v3","sitekey":"k","pageurl":"{PAGE}","action":"a","min_score":1.5}}"#), "min_score"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","proxy":"1.2.3.4:80"}}"#), "proxytype"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","proxy":"1.2.3.4","proxytype":"HTTP"}}"#), "proxy"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","proxy":"1.2.3.4:99999","proxytype":"HTTP"}}"#), "proxy"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","proxy":"1.2.3.4:80","proxytype":"FTP"}}"#), "proxytype"),
+        (format!(r#"{{"type":"captchafox","sitekey":"k","pageurl":"{PAGE}"}}"#), "proxy"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"method":"x"}}}}"#), "extra.method"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"json":"0"}}}}"#), "extra.json"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"sitekey":"x"}}}}"#), "extra.sitekey"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":[1]}}"#), "extra"),
+        (format!(r#"{{"type":"image","image":"{img_small}"}}"#), "image"),
+        (r#"{"type":"image","image":"not base64!"}"#.to_owned(), "image"),
+        (r#"{"type":"image","image":"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0NTY3ODlBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWmFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6"}"#.to_owned(), "image"),
+        (r#"{"type":"bls","instructions":"664","images":["a"]}"#.to_owned(), "images"),
+        (r#"{"type":"grid","instructions":"x"}"#.to_owned(), "image"),
+    ];
+    for (task, field) in cases {
+        let failure =
+            Solve::from_json(&task, KEY, &Config::default(), 0).err().unwrap_or_else(|| panic!("accepted {task}"));
+        assert_eq!(failure.class, Class::Permanent, "{task}");
+        assert_eq!(failure.code, "INVALID_TASK", "{task}");
+        assert_eq!(failure.field.as_deref(), Some(field), "{task}: {}", failure.message);
+        assert!(
+            failure.message.contains(field) || field == "type",
+            "{task}: message {:?} names the field",
+            failure.message
+        );
+    }
+    let not_json = Solve::from_json("{", KEY, &Config::default(), 0).err().unwrap();
+    assert_eq!((not_json.code.as_str(), not_json.field), ("INVALID_TASK", None));
+}
+
+#[test]
+fn malformed_keys_and_configs_are_rejected_locally() {
+    for key in ["", "short", "0123456789abcdef0123456789abcde!", "0123456789abcdef0123456789abcdef0"] {
+        let failure = Solve::from_json(&turnstile_task(), key, &Config::default(), 0).err().unwrap();
+        assert_eq!((failure.code.as_str(), failure.field.as_deref()), ("INVALID_KEY", Some("key")));
+        assert!(key.len() < 8 || !failure.message.contains(key), "the message never quotes the key");
+    }
+    let bad_configs = [
+        (Config { base_url: "ocr.captchaai.com".into(), ..Default::default() }, "base_url"),
+        (Config { base_url: "https://x.com/?key=1".into(), ..Default::default() }, "base_url"),
+        (Config { poll_interval_ms: Some(1_000), ..Default::default() }, "poll_interval_ms"),
+        (Config { initial_wait_ms: Some(100), ..Default::default() }, "initial_wait_ms"),
+        (Config { deadline_ms: Some(9_000), ..Default::default() }, "deadline_ms"),
+        (Config { deadline_ms: Some(10_000), initial_wait_ms: Some(10_000), ..Default::default() }, "deadline_ms"),
+        (Config { request_timeout_ms: 0, ..Default::default() }, "request_timeout_ms"),
+        (Config { max_submit_retries: 11, ..Default::default() }, "max_submit_retries"),
+        (Config { unsolvable_retries: 6, ..Default::default() }, "unsolvable_retries"),
+        (Config { max_jitter_ms: 10_001, ..Default::default() }, "max_jitter_ms"),
+    ];
+    for (config, field) in bad_configs {
+        let failure = Solve::from_json(&turnstile_task(), KEY, &config, 0).err().unwrap();
+        assert_eq!((failure.code.as_str(), failure.field.as_deref()), ("INVALID_CONFIG", Some(field)));
+    }
+    assert_eq!(
+        Config::from_json(r#"{"deadline_ms":60000,"jitter_seed":7}"#).unwrap(),
+        Config { deadline_ms: Some(60_000), jitter_seed: Some(7), ..Default::default() }
+    );
+    assert!(Config::from_json(r#"{"dead_line":1}"#).is_err(), "unknown config fields are rejected");
+    let normalised =
+        start_with(&turnstile_task(), &Config { base_url: "http://127.0.0.1:9/x/".into(), ..Default::default() });
+    assert_eq!(normalised.config().base_url, "http://127.0.0.1:9/x");
+}
+
+// Host misuse --------------------------------------------------------------------------------
+
+#[test]
+fn host_misuse_is_a_typed_error_and_changes_nothing() {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 1_000);
+    let before = solve.snapshot();
+    assert_eq!(solve.poll_output(999), Err(Misuse::TimeWentBackwards { last: 1_000, now: 999 }));
+    assert_eq!(solve.handle_response(1_100, 7, 200, b"x"), Err(Misuse::UnknownRequest { request_id: 7 }));
+    assert_eq!(solve.handle_response(1_100, 0, 200, b"x"), Err(Misuse::UnknownRequest { request_id: 0 }));
+    assert_eq!(
+        solve.handle_transport_error(900, submit.id, TransportError::Connect),
+        Err(Misuse::TimeWentBackwards { last: 1_000, now: 900 })
+    );
+    assert_eq!(solve.snapshot(), before, "misuse left the state alone");
+    json_reply(&mut solve, 1_100, &submit, r#"{"status":1,"request":"1"}"#);
+    assert_eq!(
+        solve.handle_response(1_200, submit.id, 200, b"again"),
+        Err(Misuse::StaleResponse { request_id: submit.id })
+    );
+    assert_eq!(solve.poll_output(1_150), Ok(Output::WaitUntil(11_100)), "an early wake-up is harmless");
+}
+
+#[test]
+fn terminal_outputs_are_sticky() {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 10, &submit, &code_body("ERROR_WRONG_USER_KEY"));
+    let first = solve.poll_output(10).unwrap();
+    assert!(matches!(first, Output::Failed(_)));
+    assert!(solve.is_finished());
+    for now in [10, 11, 1_000_000] {
+        assert_eq!(solve.poll_output(now).unwrap(), first);
+    }
+    assert_eq!(solve.handle_response(2_000_000, submit.id, 200, b"{}"), Err(Misuse::StaleResponse { request_id: 1 }));
+}
+
+// Timing -------------------------------------------------------------------------------------
+
+#[test]
+fn an_unanswered_request_times_out_inside_the_engine() {
+    let mut solve = start(&turnstile_task());
+    let (poll, at) = to_first_poll(&mut solve);
+    assert_eq!(solve.poll_output(at + 10).unwrap(), Output::WaitUntil(at + 30_000), "waiting for the reply");
+    match reaction(&mut solve, at + 30_000) {
+        Reaction::Sends { kind: RequestKind::Poll, after_ms, .. } => assert_eq!(after_ms, 5_000),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        solve.handle_response(at + 40_000, poll.id, 200, b"late"),
+        Err(Misuse::StaleResponse { request_id: poll.id })
+    );
+}
+
+#[test]
+fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
+    let config = Config { deadline_ms: Some(30_000), ..Default::default() };
+    let mut solve = start_with(&turnstile_task(), &config);
+    let submit = expect_send(&mut solve, 0);
+    assert_eq!(solve.deadline(), Some(30_000));
+    json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"1"}"#);
+    let mut now = 100;
+    let end = loop {
+        match solve.poll_output(now).unwrap() {
+            Output::Send(request) => {
+                assert!(now < 30_000, "sent at {now}, after the deadline");
+                // A slow upstream: every poll hangs until the host's timeout.
+                now += request.timeout_ms;
+                solve.handle_transport_error(now, request.id, TransportError::Timeout).unwrap();
+            }
+            Output::WaitUntil(t) => now = t,
+            Output::Failed(f) => break (now, f),
+            Output::Solved(s) => panic!("{s:?}"),
+        }
+    };
+    assert!(end.0 <= 30_000 + 30_000, "terminal by deadline + one request timeout (at {})", end.0);
+    assert_eq!((end.1.code.as_str(), end.1.class), ("DEADLINE_EXCEEDED", Class::Transient));
+    assert_eq!(end.1.task_id.as_deref(), Some("1"));
+}
+
+#[test]
+fn a_late_host_gets_the_pending_failure_not_a_send() {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, &code_body("ERROR_SERVER_ERROR"));
+    // The host sleeps far past the deadline before asking again.
+    match solve.poll_output(500_000).unwrap() {
+        Output::Failed(f) => assert_eq!(
+            (f.code.as_str(), f.class, f.retry_after_ms),
+            ("ERROR_SERVER_ERROR", Class::Transient, Some(10_000))
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn solutions_carry_timing_expiry_and_freshness() {
+    let mut solve = start(&recaptcha_task());
+    let submit = expect_send(&mut solve, 1_000);
+    json_reply(&mut solve, 1_300, &submit, r#"{"status":1,"request":73846221}"#);
+    assert_eq!(solve.task_id(), Some("73846221"));
+    assert_eq!(solve.poll_output(1_300).unwrap(), Output::WaitUntil(16_300), "reCAPTCHA waits 15 s first");
+    let poll = expect_send(&mut solve, 16_300);
+    json_reply(&mut solve, 16_500, &poll, r#"{"status":1,"request":"03AGtoken"}"#);
+    let Output::Solved(solution) = solve.poll_output(16_500).unwrap() else { panic!() };
+    assert_eq!(solution.answer.as_str(), "03AGtoken");
+    assert_eq!((solution.submitted_at, solution.solved_at, solution.elapsed_ms), (1_000, 16_500, 15_500));
+    assert_eq!((solution.polls, solution.attempts), (1, 1));
+    assert_eq!(solution.expires_at, Some(136_500), "reCAPTCHA tokens live 120 s from the answer");
+    assert!(solution.is_fresh(16_500 + 90_000, 90_000));
+    assert!(!solution.is_fresh(16_500 + 90_001, 90_000), "older than max_token_age");
+    assert!(!solution.is_fresh(136_500, 200_000), "expired");
+}
+
+// Snapshots ----------------------------------------------------------------------------------
+
+#[test]
+fn snapshots_never_hold_the_key_and_restore_continues() {
+    let mut solve = start(&turnstile_task());
+    let (poll, at) = to_first_poll(&mut solve);
+    let snapshot = solve.snapshot();
+    assert!(!snapshot.contains(KEY));
+    assert!(snapshot.starts_with(r#"{"format":"captchaai-engine/solve","version":1,"#), "{snapshot}");
+    assert!(snapshot.len() < 1_024, "small: {} bytes", snapshot.len());
+    let mut restored = Solve::restore(&snapshot, ApiKey::new(KEY).unwrap()).unwrap();
+    assert_eq!(restored.snapshot(), snapshot);
+    json_reply(&mut restored, at + 200, &poll, r#"{"status":1,"request":"0.tok"}"#);
+    assert!(
+        matches!(restored.poll_output(at + 200).unwrap(), Output::Solved(_)),
+        "the in-flight request survives a restore"
+    );
+}
+
+#[test]
+fn broken_snapshots_are_typed_errors() {
+    let key = || ApiKey::new(KEY).unwrap();
+    let snapshot = start(&turnstile_task()).snapshot();
+    assert_eq!(Solve::restore(&snapshot[..snapshot.len() / 2], key()).err(), Some(RestoreError::Truncated));
+    assert!(matches!(Solve::restore("not json", key()).err(), Some(RestoreError::Malformed(_))));
+    assert_eq!(Solve::restore(r#"{"hello":"world"}"#, key()).err(), Some(RestoreError::Foreign));
+    assert_eq!(Solve::restore("[1,2]", key()).err(), Some(RestoreError::Foreign));
+    let v2 = snapshot.replace(r#""version":1"#, r#""version":2"#);
+    assert_eq!(Solve::restore(&v2, key()).err(), Some(RestoreError::UnsupportedVersion(2)));
+    for (from, to) in [
+        (r#""next_id":1"#, r#""next_id":0"#),
+        (r#""attempt":1"#, r#""attempt":9"#),
+        (r#""type":"turnstile""#, r#""type":"hcaptcha""#),
+        (r#""now":0"#, r#""now":"zero""#),
+        (r#""ready""#, r#""sleeping""#),
+        (r#""base_url":"https://ocr.captchaai.com""#, r#""base_url":"nope""#),
+        (r#""rng":0"#, r#""rng":0,"extra":1"#),
+    ] {
+        assert!(snapshot.contains(from), "{from}");
+        let broken = snapshot.replace(from, to);
+        assert!(matches!(Solve::restore(&broken, key()).err(), Some(RestoreError::Invalid(_))), "{to}");
+    }
+    assert!(matches!(ApiKey::new("bad"), Err(_)));
+}
+
+// Key hygiene ---------------------------------------------------------------------------------
+
+#[test]
+fn the_key_appears_only_in_request_bodies() {
+    let key = ApiKey::new(KEY).unwrap();
+    assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    assert!(!submit.url.contains(KEY));
+    assert!(String::from_utf8_lossy(submit.body.as_bytes()).contains(KEY));
+    let debug = format!("{submit:?}");
+    assert!(!debug.contains(KEY) && debug.contains("key=<redacted>"), "{debug}");
+    // A server that echoes the key into an error text does not get it into a message.
+    let echo = format!(r#"{{"status":0,"request":"ERROR_BAD_PARAMETERS","error_text":"key {KEY} rejected"}}"#);
+    json_reply(&mut solve, 10, &submit, &echo);
+    let Output::Failed(failure) = solve.poll_output(10).unwrap() else { panic!() };
+    assert!(!failure.message.contains(KEY) && failure.message.contains("<redacted>"), "{}", failure.message);
+    assert!(!format!("{failure:?}").contains(KEY));
+    assert!(!solve.snapshot().contains(KEY));
+}

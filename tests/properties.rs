@@ -1,0 +1,233 @@
+//! Property tests: random tasks, configs and upstream behaviour (including arbitrary bytes),
+//! driven by a faithful host model. Invariants: termination by the deadline bound, nothing sent
+//! after the deadline, sticky terminals, identical decisions after snapshot/restore at any step,
+//! the key only in request bodies, polls at least 5 s apart, and no panics on any input.
+
+mod common;
+
+use captchaai_engine::{ApiKey, Config, Output, RequestKind, Solve, Task, TransportError};
+use common::{KEY, PAGE};
+use proptest::prelude::*;
+
+/// What the upstream does with one request.
+#[derive(Clone, Debug)]
+enum Upstream {
+    Reply { latency: u64, status: u16, body: Vec<u8> },
+    Transport { latency: u64, error: TransportError },
+    Silence,
+}
+
+fn tasks() -> Vec<String> {
+    let gif = {
+        let mut bytes = b"GIF89a\x10\x00\x10\x00".to_vec();
+        bytes.resize(150, 7);
+        captchaai_engine::base64::encode(&bytes)
+    };
+    let cells = format!("[{}]", vec![format!("\"{gif}\""); 9].join(","));
+    vec![
+        format!(r#"{{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"{PAGE}"}}"#),
+        format!(
+            r#"{{"type":"recaptcha_v3_enterprise","sitekey":"k","pageurl":"{PAGE}","action":"a","min_score":0.5}}"#
+        ),
+        format!(r#"{{"type":"turnstile","sitekey":"0x4AAA","pageurl":"{PAGE}","action":"login"}}"#),
+        format!(
+            r#"{{"type":"cloudflare_challenge","pageurl":"{PAGE}","proxy":"u:p@1.2.3.4:8080","proxytype":"HTTP"}}"#
+        ),
+        format!(r#"{{"type":"geetest_v3","gt":"g","challenge":"c","pageurl":"{PAGE}"}}"#),
+        format!(r#"{{"type":"lemin","captcha_id":"c","div_id":"d","pageurl":"{PAGE}"}}"#),
+        format!(r#"{{"type":"image","image":"{gif}","upload":"multipart"}}"#),
+        format!(r#"{{"type":"image","image":"{gif}","sync":true}}"#),
+        format!(r#"{{"type":"grid","image":"{gif}","instructions":"cars"}}"#),
+        format!(r#"{{"type":"bls","instructions":"664","images":{cells}}}"#),
+    ]
+}
+
+fn body() -> impl Strategy<Value = Vec<u8>> {
+    let text = |s: &str| Just(s.as_bytes().to_vec());
+    let code = prop::sample::select(captchaai_engine::codes::TABLE.iter().map(|r| r.code).collect::<Vec<_>>())
+        .prop_map(|c| format!(r#"{{"status":0,"request":"{c}"}}"#).into_bytes());
+    prop_oneof![
+        6 => text(r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#),
+        3 => (1u64..10_000_000).prop_map(|id| format!(r#"{{"status":1,"request":{id}}}"#).into_bytes()),
+        2 => text(r#"{"status":1,"request":"03AGtoken"}"#),
+        1 => text(r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#),
+        1 => text(r#"{"status":1,"request":"[1,5,9]"}"#),
+        1 => text(r#"{"status":1,"request":"{\"challenge\":\"c\",\"validate\":\"v\",\"seccode\":\"s\"}"}"#),
+        4 => code,
+        1 => (0u64..8, 0u64..8).prop_map(|(t, w)| format!(r#"{{"threads":"{t}","working_threads":{w}}}"#).into_bytes()),
+        1 => text("<html><title>502 Bad Gateway</title></html>"),
+        1 => text("OK|7412"),
+        1 => text(""),
+        2 => prop::collection::vec(any::<u8>(), 0..64),
+        1 => ".{0,40}".prop_map(String::into_bytes),
+    ]
+}
+
+fn upstream() -> impl Strategy<Value = Upstream> {
+    let latency = prop_oneof![8 => 0u64..2_000, 1 => 2_000u64..40_000];
+    prop_oneof![
+        12 => (latency.clone(), prop::sample::select(vec![200u16, 200, 200, 500, 502, 429]), body())
+            .prop_map(|(latency, status, body)| Upstream::Reply { latency, status, body }),
+        2 => (latency, prop::sample::select(vec![TransportError::Timeout, TransportError::Connect, TransportError::Broken]))
+            .prop_map(|(latency, error)| Upstream::Transport { latency, error }),
+        1 => Just(Upstream::Silence),
+    ]
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (
+        prop::option::of(20_000u64..200_000),
+        prop::option::of(any::<u64>()),
+        0u32..3,
+        1u32..6,
+        prop::sample::select(vec![5_000u64, 10_000, 30_000]),
+    )
+        .prop_map(|(deadline_ms, jitter_seed, unsolvable_retries, max_poll_errors, request_timeout_ms)| Config {
+            deadline_ms,
+            jitter_seed,
+            unsolvable_retries,
+            max_poll_errors,
+            request_timeout_ms,
+            ..Config::default()
+        })
+}
+
+/// The outputs of one run, with times, and where restores happened.
+struct Run {
+    outputs: Vec<(u64, Output)>,
+    snapshots: Vec<String>,
+}
+
+/// A host model: sends what it is asked to, delivers the scripted reply (or its own timeout
+/// when the reply would come later than `timeout_ms`), sleeps to the times it is given.
+/// `restore_at` lists output indices before which the solve is snapshotted and restored.
+fn drive(task: &str, config: &Config, start: u64, script: &[Upstream], restore_at: &[usize]) -> Run {
+    let mut solve = Solve::from_json(task, KEY, config, start).expect("valid task");
+    let mut now = start;
+    let mut script = script.iter().cycle();
+    let mut run = Run { outputs: Vec::new(), snapshots: Vec::new() };
+    for step in 0..2_000 {
+        let snapshot = solve.snapshot();
+        if restore_at.contains(&step) {
+            solve = Solve::restore(&snapshot, ApiKey::new(KEY).unwrap()).expect("restore");
+        }
+        run.snapshots.push(snapshot);
+        let output = solve.poll_output(now).expect("no misuse");
+        run.outputs.push((now, output.clone()));
+        match output {
+            Output::Send(request) => match script.next().unwrap() {
+                Upstream::Reply { latency, status, body } if *latency < request.timeout_ms => {
+                    now += latency;
+                    solve.handle_response(now, request.id, *status, body).expect("awaited");
+                }
+                Upstream::Transport { latency, error } if *latency < request.timeout_ms => {
+                    now += latency;
+                    solve.handle_transport_error(now, request.id, *error).expect("awaited");
+                }
+                Upstream::Silence => {}
+                _ => {
+                    now += request.timeout_ms;
+                    solve.handle_transport_error(now, request.id, TransportError::Timeout).expect("awaited");
+                }
+            },
+            Output::WaitUntil(t) => {
+                assert!(t > now, "a wait must move time forward ({t} <= {now})");
+                now = t;
+            }
+            Output::Solved(_) | Output::Failed(_) => {
+                assert_eq!(solve.poll_output(now + 12_345).unwrap(), output, "terminal outputs are sticky");
+                return run;
+            }
+        }
+    }
+    panic!("no terminal output after 2000 steps");
+}
+
+fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
+    let spec = Task::from_json(task).unwrap().spec();
+    let deadline = start + config.deadline_ms.unwrap_or(spec.deadline_ms);
+    let mut last_task_request: Option<u64> = None;
+    for (at, output) in &run.outputs {
+        match output {
+            Output::Send(request) => {
+                assert!(*at < deadline, "sent at {at}, deadline {deadline}");
+                assert!(!request.url.contains(KEY), "key in URL");
+                assert!(!format!("{request:?}").contains(KEY), "key in Debug");
+                if request.kind == RequestKind::Poll {
+                    let previous = last_task_request.expect("a poll follows a submit");
+                    assert!(*at >= previous + 5_000, "polled {} ms after the previous request", at - previous);
+                }
+                if matches!(request.kind, RequestKind::Poll | RequestKind::Submit) {
+                    last_task_request = Some(*at);
+                }
+            }
+            other => assert!(!format!("{other:?}").contains(KEY), "key in an output: {other:?}"),
+        }
+    }
+    let (end, last) = run.outputs.last().unwrap();
+    assert!(matches!(last, Output::Solved(_) | Output::Failed(_)));
+    assert!(
+        *end <= deadline + config.request_timeout_ms,
+        "ended at {end}, bound {}",
+        deadline + config.request_timeout_ms
+    );
+    for snapshot in &run.snapshots {
+        assert!(!snapshot.contains(KEY), "key in a snapshot");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_solve_terminates_within_its_bounds_and_keeps_the_invariants(
+        task in prop::sample::select(tasks()),
+        config in config(),
+        start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
+        script in prop::collection::vec(upstream(), 1..40),
+    ) {
+        let run = drive(&task, &config, start, &script, &[]);
+        check_invariants(&task, &config, start, &run);
+    }
+
+    #[test]
+    fn snapshot_and_restore_at_any_step_changes_nothing(
+        task in prop::sample::select(tasks()),
+        config in config(),
+        script in prop::collection::vec(upstream(), 1..30),
+        restore_at in prop::collection::vec(0usize..60, 0..8),
+    ) {
+        let plain = drive(&task, &config, 1_000, &script, &[]);
+        let restored = drive(&task, &config, 1_000, &script, &restore_at);
+        prop_assert_eq!(plain.outputs, restored.outputs);
+    }
+
+    #[test]
+    fn arbitrary_input_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256), text in ".{0,200}", status in any::<u16>()) {
+        let _ = captchaai_engine::reply::parse(status, &bytes);
+        let _ = captchaai_engine::json::Json::parse(&text);
+        let _ = Task::from_json(&text);
+        let _ = Config::from_json(&text);
+        let _ = Solve::restore(&text, ApiKey::new(KEY).unwrap());
+        let _ = captchaai_engine::account::parse_threads_info(status, &bytes);
+        let _ = captchaai_engine::account::parse_balance(status, &bytes);
+        let _ = captchaai_engine::base64::decode(&text);
+    }
+
+    #[test]
+    fn mutated_snapshots_restore_or_fail_cleanly(cut in 0usize..400, byte in any::<u8>(), at in 0usize..400) {
+        let task = &tasks()[0];
+        let mut solve = Solve::from_json(task, KEY, &Config::default(), 0).unwrap();
+        let _ = solve.poll_output(0).unwrap();
+        let snapshot = solve.snapshot();
+        let mut bytes = snapshot.clone().into_bytes();
+        if at < bytes.len() { bytes[at] = byte; }
+        bytes.truncate(cut.max(1).min(bytes.len()));
+        if let Ok(text) = String::from_utf8(bytes) {
+            if let Ok(mut restored) = Solve::restore(&text, ApiKey::new(KEY).unwrap()) {
+                // Whatever it restored to, it must still behave.
+                let _ = restored.poll_output(1_000_000);
+            }
+        }
+    }
+}
