@@ -27,7 +27,7 @@ impl ThreadsInfo {
     }
 
     /// `{"threads": N, "working_threads": M}`.
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json<'static> {
         Json::object([("threads", Json::from(self.threads)), ("working_threads", self.working_threads.into())])
     }
 }
@@ -52,7 +52,7 @@ fn account_request(
     if !(1_000..=120_000).contains(&config.request_timeout_ms) {
         return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
     }
-    let body = http::form_body(key, [("action", action)]);
+    let body = http::FormWriter::new(key, 32).pair("action", action).finish();
     Ok(HttpRequest::form(0, kind, format!("{base}/res.php"), body, config.request_timeout_ms))
 }
 

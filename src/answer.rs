@@ -4,11 +4,13 @@
 //! or in the plain-text forms peers document (`click:1/4/7`, `challenge:..,validate:..`). A
 //! structured answer that cannot be read is returned as text rather than dropped.
 
+use std::borrow::Cow;
+
 use crate::json::Json;
 use crate::outcome::Answer;
 use crate::registry::AnswerShape;
 
-pub(crate) fn build(shape: AnswerShape, value: &Json) -> Answer {
+pub(crate) fn build(shape: AnswerShape, value: &Json<'_>) -> Answer {
     let structured = match shape {
         AnswerShape::Text => None,
         AnswerShape::Cells => cells(value).map(|cells| Json::Array(cells.into_iter().map(Json::from).collect())),
@@ -22,14 +24,14 @@ pub(crate) fn build(shape: AnswerShape, value: &Json) -> Answer {
     }
 }
 
-fn text(value: &Json) -> String {
+fn text(value: &Json<'_>) -> String {
     match value {
-        Json::String(s) => s.clone(),
+        Json::String(s) => s.to_string(),
         other => other.to_text(),
     }
 }
 
-fn cells(value: &Json) -> Option<Vec<u64>> {
+fn cells(value: &Json<'_>) -> Option<Vec<u64>> {
     match value {
         Json::Array(items) => items.iter().map(cell).collect::<Option<Vec<_>>>().filter(|c| !c.is_empty()),
         Json::Number(_) => value.as_u64().map(|n| vec![n]),
@@ -50,25 +52,27 @@ fn cells(value: &Json) -> Option<Vec<u64>> {
     }
 }
 
-fn cell(value: &Json) -> Option<u64> {
+fn cell(value: &Json<'_>) -> Option<u64> {
     match value {
         Json::String(s) => s.trim().parse().ok(),
         other => other.as_u64(),
     }
 }
 
-fn object(value: &Json) -> Option<Vec<(String, Json)>> {
+fn object<'a>(value: &Json<'a>) -> Option<Vec<(Cow<'a, str>, Json<'a>)>> {
     match value {
         Json::Object(fields) => Some(fields.clone()),
         Json::String(s) if s.trim_start().starts_with('{') => match Json::parse(s) {
-            Ok(Json::Object(fields)) => Some(fields),
+            Ok(Json::Object(fields)) => {
+                Some(fields.into_iter().map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned())).collect())
+            }
             _ => None,
         },
         Json::String(s) => {
             let mut fields = Vec::new();
             for pair in s.split(',') {
                 let (k, v) = pair.split_once(':')?;
-                fields.push((k.trim().to_owned(), Json::from(v.trim())));
+                fields.push((Cow::Owned(k.trim().to_owned()), Json::String(Cow::Owned(v.trim().to_owned()))));
             }
             Some(fields).filter(|f| !f.is_empty())
         }

@@ -36,7 +36,8 @@ fn sextet(b: u8) -> Option<u32> {
 /// Decodes standard or URL-safe base64 with or without padding; `None` for anything else.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let body = text.trim_end_matches('=');
-    if text.len() - body.len() > 2 || (text.len() != body.len() && text.len() % 4 != 0) || body.len() % 4 == 1 {
+    if text.len() - body.len() > 2 || (text.len() != body.len() && !text.len().is_multiple_of(4)) || body.len() % 4 == 1
+    {
         return None;
     }
     let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);

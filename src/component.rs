@@ -206,7 +206,7 @@ fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
         kind,
         method: r.method.to_owned(),
         url: r.url,
-        content_type: r.content_type,
+        content_type: r.content_type.into_owned(),
         body,
         timeout_ms: r.timeout_ms,
     }

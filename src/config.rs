@@ -84,7 +84,7 @@ impl Config {
     }
 
     /// Reads a parsed config object (see [`Config::from_json`]).
-    pub fn from_value(value: &Json) -> Result<Config, String> {
+    pub fn from_value(value: &Json<'_>) -> Result<Config, String> {
         let f = Fields::new(value, "config", &FIELDS)?;
         let d = Config::default();
         Ok(Config {
@@ -102,7 +102,7 @@ impl Config {
     }
 
     /// Every field, by name (unset timings as null).
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json<'_> {
         Json::object([
             ("base_url", Json::from(self.base_url.as_str())),
             ("request_timeout_ms", self.request_timeout_ms.into()),

@@ -1,6 +1,7 @@
 //! The HTTP side of the contract: the requests the engine asks a host to send, the transport
 //! errors a host reports back, and the API key (which goes only into request bodies).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -91,7 +92,7 @@ pub struct HttpRequest {
     pub method: &'static str,
     pub url: String,
     /// The `Content-Type` header value.
-    pub content_type: String,
+    pub content_type: Cow<'static, str>,
     pub body: Body,
     /// Give up on the reply after this long and report [`TransportError::Timeout`] (the engine
     /// also treats a request still unanswered by then as timed out).
@@ -107,11 +108,12 @@ impl HttpRequest {
         id: u32,
         kind: RequestKind,
         url: String,
-        content_type: String,
+        content_type: impl Into<Cow<'static, str>>,
         body: Body,
         timeout_ms: u64,
         key: &ApiKey,
     ) -> HttpRequest {
+        let content_type = content_type.into();
         let needle = key.expose().as_bytes();
         let bytes = body.as_bytes();
         let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
@@ -125,7 +127,7 @@ impl HttpRequest {
             kind,
             method: "POST",
             url,
-            content_type: FORM_CONTENT_TYPE.to_owned(),
+            content_type: Cow::Borrowed(FORM_CONTENT_TYPE),
             body: Body::Form(body.text),
             timeout_ms,
             key_span: body.key_span,
@@ -138,7 +140,7 @@ impl HttpRequest {
             kind: RequestKind::Submit,
             method: "POST",
             url,
-            content_type: format!("multipart/form-data; boundary={}", body.boundary),
+            content_type: Cow::Owned(format!("multipart/form-data; boundary={}", body.boundary)),
             body: Body::Multipart(body.bytes),
             timeout_ms,
             key_span: body.key_span,
@@ -201,24 +203,75 @@ impl TransportError {
 pub(crate) const FORM_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 
 /// A form body with the key's position recorded.
+#[derive(Clone)]
 pub(crate) struct FormBody {
     text: String,
     key_span: Range<usize>,
 }
 
-/// Encodes `key=<key>&<params...>&json=1`.
-pub(crate) fn form_body<'a>(key: &ApiKey, params: impl IntoIterator<Item = (&'a str, &'a str)>) -> FormBody {
-    let mut text = String::with_capacity(128);
-    text.push_str("key=");
-    let start = text.len();
-    text.push_str(key.expose()); // alphanumeric: needs no escaping
-    let key_span = start..text.len();
-    let mut serializer = form_urlencoded::Serializer::new(text);
-    for (name, value) in params {
-        serializer.append_pair(name, value);
+/// Writes `key=<key>&name=value...&json=1`, form-urlencoded, into one buffer.
+pub(crate) struct FormWriter {
+    body: FormBody,
+}
+
+impl FormWriter {
+    /// Starts with the key; `capacity` is a hint for what follows.
+    pub fn new(key: &ApiKey, capacity: usize) -> FormWriter {
+        let mut text = String::with_capacity(48 + capacity);
+        text.push_str("key=");
+        let start = text.len();
+        text.push_str(key.expose()); // letters and digits: nothing to escape
+        FormWriter { body: FormBody { key_span: start..text.len(), text } }
     }
-    serializer.append_pair("json", "1");
-    FormBody { text: serializer.finish(), key_span }
+
+    /// Appends `&name=value`.
+    pub fn pair(mut self, name: &str, value: &str) -> FormWriter {
+        push_pair(&mut self.body.text, name, value);
+        self
+    }
+
+    /// Appends already encoded `&name=value...` text.
+    pub fn encoded(mut self, pairs: &str) -> FormWriter {
+        self.body.text.push_str(pairs);
+        self
+    }
+
+    pub fn finish(mut self) -> FormBody {
+        self.body.text.push_str("&json=1");
+        self.body
+    }
+}
+
+/// Appends `&name=value`, form-urlencoded.
+pub(crate) fn push_pair(out: &mut String, name: &str, value: &str) {
+    out.push('&');
+    url_encode_into(out, name);
+    out.push('=');
+    url_encode_into(out, value);
+}
+
+/// Appends `value` encoded as `application/x-www-form-urlencoded` (space as `+`).
+fn url_encode_into(out: &mut String, value: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'*');
+    let mut run_start = 0;
+    for (i, &b) in value.as_bytes().iter().enumerate() {
+        if plain(b) {
+            continue;
+        }
+        // A run of plain (ASCII) bytes starts on a character boundary; inside a multi-byte
+        // character the run is empty and `get` yields nothing.
+        out.push_str(value.get(run_start..i).unwrap_or(""));
+        run_start = i + 1;
+        if b == b' ' {
+            out.push('+');
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+    }
+    out.push_str(value.get(run_start..).unwrap_or(""));
 }
 
 /// A multipart body with its boundary and the key's position recorded.

@@ -7,29 +7,44 @@
 //!
 //! Numbers keep their literal text, so integers of any size round-trip exactly and no float
 //! parsing or printing code is linked; `as_f64` converts decimal text when asked.
-//! Objects keep insertion order and reject duplicate keys.
+//! Objects keep insertion order and reject duplicate keys. Parsed strings and numbers borrow
+//! from the source text unless they hold escapes, so reading a reply allocates little.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// A parsed JSON value.
+/// A JSON value, borrowing its text from the parsed document where it can.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Json {
+pub enum Json<'a> {
     Null,
     Bool(bool),
     /// The number's literal text, validated against the JSON grammar.
-    Number(String),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
+    Number(Cow<'a, str>),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
+
+/// Bytes that end a run of plain string content: `"`, `\\` and control characters.
+const ENDS_RUN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// At most this many nested arrays and objects (replies and snapshots are shallow).
 const MAX_DEPTH: usize = 64;
 
-impl Json {
+impl<'a> Json<'a> {
     /// Parses a complete JSON document (surrounding whitespace allowed).
-    pub fn parse(text: &str) -> Result<Json, ParseError> {
-        let mut parser = Parser { bytes: text.as_bytes(), pos: 0 };
+    pub fn parse(text: &'a str) -> Result<Json<'a>, ParseError> {
+        let mut parser = Parser { text, bytes: text.as_bytes(), pos: 0 };
         parser.skip_ws();
         let value = parser.value(0)?;
         parser.skip_ws();
@@ -117,18 +132,18 @@ impl Json {
     }
 
     /// The value under `key`, if this is an object holding it.
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         self.as_object()?.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
-    pub fn as_object(&self) -> Option<&[(String, Json)]> {
+    pub fn as_object(&self) -> Option<&[(Cow<'a, str>, Json<'a>)]> {
         match self {
             Json::Object(fields) => Some(fields),
             _ => None,
         }
     }
 
-    pub fn as_array(&self) -> Option<&[Json]> {
+    pub fn as_array(&self) -> Option<&[Json<'a>]> {
         match self {
             Json::Array(items) => Some(items),
             _ => None,
@@ -172,49 +187,62 @@ impl Json {
     }
 
     /// An object from `(key, value)` pairs.
-    pub fn object<K: Into<String>>(fields: impl IntoIterator<Item = (K, Json)>) -> Json {
+    pub fn object<K: Into<Cow<'a, str>>>(fields: impl IntoIterator<Item = (K, Json<'a>)>) -> Json<'a> {
         Json::Object(fields.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
-}
 
-impl From<&str> for Json {
-    fn from(s: &str) -> Json {
-        Json::String(s.to_owned())
+    /// The same value owning all its text.
+    pub fn into_owned(self) -> Json<'static> {
+        let own = |text: Cow<'a, str>| Cow::Owned(text.into_owned());
+        match self {
+            Json::Null => Json::Null,
+            Json::Bool(b) => Json::Bool(b),
+            Json::Number(n) => Json::Number(own(n)),
+            Json::String(s) => Json::String(own(s)),
+            Json::Array(items) => Json::Array(items.into_iter().map(Json::into_owned).collect()),
+            Json::Object(fields) => Json::Object(fields.into_iter().map(|(k, v)| (own(k), v.into_owned())).collect()),
+        }
     }
 }
 
-impl From<String> for Json {
-    fn from(s: String) -> Json {
-        Json::String(s)
+impl<'a> From<&'a str> for Json<'a> {
+    fn from(s: &'a str) -> Json<'a> {
+        Json::String(Cow::Borrowed(s))
     }
 }
 
-impl From<bool> for Json {
-    fn from(b: bool) -> Json {
+impl From<String> for Json<'_> {
+    fn from(s: String) -> Self {
+        Json::String(Cow::Owned(s))
+    }
+}
+
+impl From<bool> for Json<'_> {
+    fn from(b: bool) -> Self {
         Json::Bool(b)
     }
 }
 
-impl From<u64> for Json {
-    fn from(n: u64) -> Json {
-        Json::Number(n.to_string())
+impl From<u64> for Json<'_> {
+    fn from(n: u64) -> Self {
+        Json::Number(Cow::Owned(n.to_string()))
     }
 }
 
-impl From<u32> for Json {
-    fn from(n: u32) -> Json {
-        Json::Number(n.to_string())
+impl From<u32> for Json<'_> {
+    fn from(n: u32) -> Self {
+        Json::Number(Cow::Owned(n.to_string()))
     }
 }
 
-impl From<i64> for Json {
-    fn from(n: i64) -> Json {
-        Json::Number(n.to_string())
+impl From<i64> for Json<'_> {
+    fn from(n: i64) -> Self {
+        Json::Number(Cow::Owned(n.to_string()))
     }
 }
 
-impl<T: Into<Json>> From<Option<T>> for Json {
-    fn from(value: Option<T>) -> Json {
+impl<'a, T: Into<Json<'a>>> From<Option<T>> for Json<'a> {
+    fn from(value: Option<T>) -> Json<'a> {
         value.map_or(Json::Null, Into::into)
     }
 }
@@ -236,11 +264,12 @@ impl std::fmt::Display for ParseError {
 }
 
 struct Parser<'a> {
+    text: &'a str,
     bytes: &'a [u8],
     pos: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, message: &'static str) -> ParseError {
         ParseError { offset: self.pos, message, eof: self.pos >= self.bytes.len() }
     }
@@ -264,7 +293,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &'static [u8], value: Json) -> Result<Json, ParseError> {
+    fn literal(&mut self, word: &'static [u8], value: Json<'a>) -> Result<Json<'a>, ParseError> {
         let end = self.pos + word.len();
         if self.bytes.get(self.pos..end) == Some(word) {
             self.pos = end;
@@ -277,7 +306,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Json, ParseError> {
+    fn value(&mut self, depth: usize) -> Result<Json<'a>, ParseError> {
         match self.peek() {
             None => Err(self.error("unexpected end of input")),
             Some(b'n') => self.literal(b"null", Json::Null),
@@ -292,7 +321,7 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Json, ParseError> {
+    fn array(&mut self, depth: usize) -> Result<Json<'a>, ParseError> {
         self.pos += 1;
         let mut items = Vec::new();
         self.skip_ws();
@@ -315,9 +344,9 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Json, ParseError> {
+    fn object(&mut self, depth: usize) -> Result<Json<'a>, ParseError> {
         self.pos += 1;
-        let mut fields: Vec<(String, Json)> = Vec::new();
+        let mut fields: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(4);
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -358,7 +387,7 @@ impl Parser<'_> {
         self.pos - start
     }
 
-    fn number(&mut self) -> Result<Json, ParseError> {
+    fn number(&mut self) -> Result<Json<'a>, ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -385,9 +414,9 @@ impl Parser<'_> {
                 return Err(self.error("invalid number"));
             }
         }
-        // The grammar above only admits ASCII, so this slice is valid UTF-8.
-        let text = std::str::from_utf8(&self.bytes[start..self.pos]).map_err(|_| self.error("invalid number"))?;
-        Ok(Json::Number(text.to_owned()))
+        // The grammar above only admits ASCII, so both ends are character boundaries.
+        let text = self.text.get(start..self.pos).ok_or_else(|| self.error("invalid number"))?;
+        Ok(Json::Number(Cow::Borrowed(text)))
     }
 
     fn hex4(&mut self) -> Result<u32, ParseError> {
@@ -405,22 +434,30 @@ impl Parser<'_> {
         Ok(n)
     }
 
-    fn string(&mut self) -> Result<String, ParseError> {
+    /// A string; borrowed from the source unless it holds escapes.
+    fn string(&mut self) -> Result<Cow<'a, str>, ParseError> {
         self.pos += 1;
-        let mut out = String::new();
+        let mut out: Option<String> = None;
         loop {
             let start = self.pos;
-            while matches!(self.peek(), Some(b) if b != b'"' && b != b'\\' && b >= 0x20) {
-                self.pos += 1;
-            }
-            // The input is a &str and the run stops only at ASCII bytes, so it is valid UTF-8.
-            out.push_str(std::str::from_utf8(&self.bytes[start..self.pos]).map_err(|_| self.error("invalid UTF-8"))?);
+            let rest = self.bytes.get(start..).unwrap_or_default();
+            self.pos = start + rest.iter().position(|&b| ENDS_RUN[usize::from(b)]).unwrap_or(rest.len());
+            // The run starts and stops at ASCII bytes, so both ends are character boundaries.
+            let run = self.text.get(start..self.pos).ok_or_else(|| self.error("invalid UTF-8"))?;
             match self.peek() {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(match out {
+                        None => Cow::Borrowed(run),
+                        Some(mut text) => {
+                            text.push_str(run);
+                            Cow::Owned(text)
+                        }
+                    });
                 }
                 Some(b'\\') => {
+                    let text = out.get_or_insert_with(String::new);
+                    text.push_str(run);
                     self.pos += 1;
                     let escaped = match self.peek() {
                         Some(b'"') => '"',
@@ -433,13 +470,14 @@ impl Parser<'_> {
                         Some(b't') => '\t',
                         Some(b'u') => {
                             self.pos += 1;
-                            out.push(self.unicode_escape()?);
+                            let c = self.unicode_escape()?;
+                            out.get_or_insert_with(String::new).push(c);
                             continue;
                         }
                         _ => return Err(self.error("invalid escape")),
                     };
                     self.pos += 1;
-                    out.push(escaped);
+                    text.push(escaped);
                 }
                 Some(_) => return Err(self.error("control character in string")),
                 None => return Err(self.error("unexpected end of input")),
@@ -512,21 +550,21 @@ pub(crate) fn number(text: &str) -> Option<f64> {
 
 /// An object being read; every getter names the field in its error.
 pub(crate) struct Fields<'a> {
-    fields: &'a [(String, Json)],
+    fields: &'a [(Cow<'a, str>, Json<'a>)],
     what: &'static str,
 }
 
 impl<'a> Fields<'a> {
     /// Reads `value` as an object, rejecting keys outside `allowed`.
-    pub fn new(value: &'a Json, what: &'static str, allowed: &[&str]) -> Result<Fields<'a>, String> {
+    pub fn new(value: &'a Json<'a>, what: &'static str, allowed: &[&str]) -> Result<Fields<'a>, String> {
         let fields = value.as_object().ok_or_else(|| format!("{what} must be an object"))?;
-        if let Some((unknown, _)) = fields.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        if let Some((unknown, _)) = fields.iter().find(|(k, _)| !allowed.contains(&k.as_ref())) {
             return Err(format!("{what} has an unknown field `{}`", unknown.chars().take(64).collect::<String>()));
         }
         Ok(Fields { fields, what })
     }
 
-    fn present(&self, key: &str) -> Option<&'a Json> {
+    fn present(&self, key: &str) -> Option<&'a Json<'a>> {
         self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v).filter(|v| !v.is_null())
     }
 
@@ -538,11 +576,11 @@ impl<'a> Fields<'a> {
         format!("{}.{key} is missing", self.what)
     }
 
-    pub fn value(&self, key: &str) -> Result<&'a Json, String> {
+    pub fn value(&self, key: &str) -> Result<&'a Json<'a>, String> {
         self.present(key).ok_or_else(|| self.missing(key))
     }
 
-    pub fn opt_value(&self, key: &str) -> Option<&'a Json> {
+    pub fn opt_value(&self, key: &str) -> Option<&'a Json<'a>> {
         self.present(key)
     }
 
@@ -581,9 +619,9 @@ impl<'a> Fields<'a> {
 }
 
 /// An object holding exactly one key (an enum case): the key and its value.
-pub(crate) fn single<'a>(value: &'a Json, what: &str) -> Result<(&'a str, &'a Json), String> {
+pub(crate) fn single<'a>(value: &'a Json<'a>, what: &str) -> Result<(&'a str, &'a Json<'a>), String> {
     match value.as_object() {
-        Some([(key, inner)]) => Ok((key.as_str(), inner)),
+        Some([(key, inner)]) => Ok((key.as_ref(), inner)),
         _ => Err(format!("{what} must be an object with one key")),
     }
 }

@@ -25,7 +25,7 @@ pub struct Failure {
 
 impl Failure {
     /// `{"code", "class", "message", "retry_after_ms", "field", "task_id"}` (absent values are null).
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json<'_> {
         Json::object([
             ("code", Json::from(self.code.as_str())),
             ("class", self.class.as_str().into()),
@@ -37,7 +37,7 @@ impl Failure {
     }
 
     /// Reads the form [`Failure::to_json`] writes.
-    pub fn from_json(value: &Json) -> Result<Failure, String> {
+    pub fn from_json(value: &Json<'_>) -> Result<Failure, String> {
         let f = Fields::new(value, "failure", &["code", "class", "message", "retry_after_ms", "field", "task_id"])?;
         Ok(Failure {
             code: f.str("code")?.to_owned(),
@@ -86,7 +86,7 @@ impl Solution {
 
     /// `{"answer": {"text"|"json": ..}, "user_agent", "task_id", "submitted_at", "solved_at",
     /// "elapsed_ms", "polls", "attempts", "expires_at"}`.
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json<'_> {
         Json::object([
             ("answer", self.answer.to_json()),
             ("user_agent", self.user_agent.clone().into()),
@@ -101,7 +101,7 @@ impl Solution {
     }
 
     /// Reads the form [`Solution::to_json`] writes.
-    pub fn from_json(value: &Json) -> Result<Solution, String> {
+    pub fn from_json(value: &Json<'_>) -> Result<Solution, String> {
         let allowed = [
             "answer",
             "user_agent",
@@ -145,7 +145,7 @@ impl Answer {
     }
 
     /// The structured answer, parsed.
-    pub fn as_json(&self) -> Option<Json> {
+    pub fn as_json(&self) -> Option<Json<'_>> {
         match self {
             Answer::Json(s) => Json::parse(s).ok(),
             Answer::Text(_) => None,
@@ -153,17 +153,17 @@ impl Answer {
     }
 
     /// `{"text": "..."}` or `{"json": "..."}`.
-    pub fn to_json(&self) -> Json {
+    pub fn to_json(&self) -> Json<'_> {
         match self {
             Answer::Text(s) => Json::object([("text", Json::from(s.as_str()))]),
             Answer::Json(s) => Json::object([("json", Json::from(s.as_str()))]),
         }
     }
 
-    fn from_json(value: &Json) -> Result<Answer, String> {
+    fn from_json(value: &Json<'_>) -> Result<Answer, String> {
         match single(value, "answer")? {
-            ("text", Json::String(s)) => Ok(Answer::Text(s.clone())),
-            ("json", Json::String(s)) => Ok(Answer::Json(s.clone())),
+            ("text", Json::String(s)) => Ok(Answer::Text(s.to_string())),
+            ("json", Json::String(s)) => Ok(Answer::Json(s.to_string())),
             _ => Err("answer must be {\"text\": string} or {\"json\": string}".into()),
         }
     }

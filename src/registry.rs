@@ -443,7 +443,7 @@ pub fn lookup(name: &str) -> Option<&'static TypeSpec> {
 
 /// The registry as JSON: every type with its method, fields (task name, wire name, kind,
 /// required, default), answer shape, user agent, proxy use, timings and token lifetime.
-pub fn describe() -> crate::json::Json {
+pub fn describe() -> crate::json::Json<'static> {
     use crate::json::Json;
     let field = |f: &FieldSpec| {
         Json::object([

@@ -8,14 +8,16 @@
 //! empty body) is [`Reply::Unexpected`].
 
 use crate::codes;
+use std::borrow::Cow;
+
 use crate::json::Json;
 use crate::text::find;
 
 /// A classified reply.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
+pub enum Reply<'a> {
     /// `status` 1. `value` is `result` when present and non-empty, else `request`.
-    Ok { value: Json, user_agent: Option<String> },
+    Ok { value: Json<'a>, user_agent: Option<String> },
     /// `CAPCHA_NOT_READY` (or `CAPTCHA_NOT_READY`).
     NotReady,
     /// An error code (as JSON `request` or bare text), with the optional `error_text`.
@@ -28,7 +30,7 @@ pub enum Reply {
 
 /// Classifies one reply. Answers and `threadsinfo` counts are trusted only with a 2xx status;
 /// codes are trusted with any status.
-pub fn parse(status: u16, body: &[u8]) -> Reply {
+pub fn parse(status: u16, body: &[u8]) -> Reply<'_> {
     let success = (200..300).contains(&status);
     match parse_body(body) {
         reply @ (Reply::Code { .. } | Reply::NotReady) => reply,
@@ -37,7 +39,7 @@ pub fn parse(status: u16, body: &[u8]) -> Reply {
     }
 }
 
-fn parse_body(body: &[u8]) -> Reply {
+fn parse_body(body: &[u8]) -> Reply<'_> {
     let trimmed = body.trim_ascii();
     let trimmed = trimmed.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(trimmed);
     let Ok(text) = std::str::from_utf8(trimmed) else {
@@ -54,43 +56,64 @@ fn parse_body(body: &[u8]) -> Reply {
     classify_code(text, None)
 }
 
-fn unexpected() -> Reply {
+fn unexpected() -> Reply<'static> {
     Reply::Unexpected { status: 0, what: String::new() }
 }
 
-fn from_json(mut object: Vec<(String, Json)>) -> Reply {
-    let mut take = |key: &str| {
-        let i = object.iter().position(|(k, _)| k == key)?;
-        Some(object.swap_remove(i).1).filter(|v| !v.is_null())
-    };
-    if let Some(threads) = take("threads") {
-        return match (count(&threads), take("working_threads").as_ref().and_then(count)) {
+/// The reply fields the engine reads, picked out of an object in one pass.
+#[derive(Default)]
+struct Fields<'a> {
+    status: Option<Json<'a>>,
+    request: Option<Json<'a>>,
+    result: Option<Json<'a>>,
+    user_agent: Option<Json<'a>>,
+    error_text: Option<Json<'a>>,
+    threads: Option<Json<'a>>,
+    working_threads: Option<Json<'a>>,
+}
+
+fn from_json<'a>(object: Vec<(Cow<'a, str>, Json<'a>)>) -> Reply<'a> {
+    let mut f = Fields::default();
+    for (key, value) in object {
+        let slot = match key.as_ref() {
+            "status" => &mut f.status,
+            "request" => &mut f.request,
+            "result" => &mut f.result,
+            "user_agent" => &mut f.user_agent,
+            "error_text" => &mut f.error_text,
+            "threads" => &mut f.threads,
+            "working_threads" => &mut f.working_threads,
+            _ => continue,
+        };
+        *slot = Some(value).filter(|v| !v.is_null());
+    }
+    let text = |v: Option<Json<'a>>| v.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
+    if let Some(threads) = f.threads {
+        return match (count(&threads), f.working_threads.as_ref().and_then(count)) {
             (Some(threads), Some(working)) => Reply::Threads { threads, working },
             _ => unexpected(),
         };
     }
-    let ok = match &take("status") {
+    let ok = match &f.status {
         Some(Json::Number(n)) => n == "1",
         Some(Json::String(s)) => s.trim() == "1",
         Some(Json::Bool(b)) => *b,
         _ => false,
     };
     if ok {
-        let value = take("result").filter(|v| !is_empty(v)).or_else(|| take("request")).filter(|v| !is_empty(v));
-        let user_agent = take("user_agent").and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
+        let value = f.result.filter(|v| !is_empty(v)).or(f.request).filter(|v| !is_empty(v));
         return match value {
-            Some(value) => Reply::Ok { value, user_agent },
+            Some(value) => Reply::Ok { value, user_agent: text(f.user_agent) },
             None => unexpected(),
         };
     }
-    let text = take("error_text").and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
-    match take("request") {
-        Some(Json::String(code)) => classify_code(code.trim(), text),
+    match f.request {
+        Some(Json::String(code)) => classify_code(code.trim(), text(f.error_text)),
         _ => unexpected(),
     }
 }
 
-fn classify_code(code: &str, text: Option<String>) -> Reply {
+fn classify_code(code: &str, text: Option<String>) -> Reply<'static> {
     if codes::is_not_ready(code) {
         Reply::NotReady
     } else if codes::is_wire_code(code) {
@@ -100,7 +123,7 @@ fn classify_code(code: &str, text: Option<String>) -> Reply {
     }
 }
 
-fn is_empty(value: &Json) -> bool {
+fn is_empty(value: &Json<'_>) -> bool {
     match value {
         Json::Null => true,
         Json::String(s) => s.trim().is_empty(),
@@ -109,7 +132,7 @@ fn is_empty(value: &Json) -> bool {
 }
 
 /// A non-negative integer sent as a number or a numeric string.
-fn count(value: &Json) -> Option<u64> {
+fn count(value: &Json<'_>) -> Option<u64> {
     match value {
         Json::String(s) => s.trim().parse().ok(),
         other => other.as_u64(),

@@ -53,7 +53,10 @@ pub struct Solve {
 struct Derived {
     submit_url: String,
     res_url: String,
-    submit_params: Vec<(String, String)>,
+    /// The whole submit body of form uploads (it holds the key: memory only).
+    submit_body: Option<http::FormBody>,
+    /// The poll body for the current task id, built on first use.
+    poll_body: Option<(String, http::FormBody)>,
 }
 
 /// The whole in-flight state (what a snapshot holds besides the task and config).
@@ -77,7 +80,8 @@ pub(crate) struct State {
     pub task_id: Option<String>,
     /// Jitter generator state.
     pub rng: u64,
-    /// The failure reported if the deadline passes before the scheduled step can run.
+    /// The failure reported if the deadline passes before the scheduled step can run (`None`:
+    /// DEADLINE_EXCEEDED).
     pub pending: Option<Failure>,
 }
 
@@ -139,7 +143,7 @@ const STATE_FIELDS: [&str; 12] = [
 ];
 
 impl State {
-    pub(crate) fn to_json(&self) -> Json {
+    pub(crate) fn to_json(&self) -> Json<'_> {
         let phase = match &self.phase {
             Phase::Ready { step, at } => {
                 ("ready", Json::object([("step", Json::from(step.as_str())), ("at", (*at).into())]))
@@ -171,7 +175,7 @@ impl State {
         ])
     }
 
-    pub(crate) fn from_json(value: &Json) -> Result<State, String> {
+    pub(crate) fn from_json(value: &Json<'_>) -> Result<State, String> {
         let f = Fields::new(value, "state", &STATE_FIELDS)?;
         let pending = f.opt_value("pending").map(Failure::from_json).transpose()?;
         Ok(State {
@@ -191,7 +195,7 @@ impl State {
     }
 }
 
-fn phase_from_json(value: &Json) -> Result<Phase, String> {
+fn phase_from_json(value: &Json<'_>) -> Result<Phase, String> {
     match single(value, "phase")? {
         ("ready", body) => {
             let f = Fields::new(body, "phase.ready", &["step", "at"])?;
@@ -248,12 +252,14 @@ impl Solve {
     }
 
     fn assemble(key: ApiKey, task: Task, config: Config, timings: Timings, state: State) -> Solve {
-        let endpoint = if task.is_sync() { "solve.php" } else { "in.php" };
-        let derived = Derived {
-            submit_url: format!("{}/{endpoint}", config.base_url),
-            res_url: format!("{}/res.php", config.base_url),
-            submit_params: task.params(),
-        };
+        let endpoint = if task.is_sync() { "/solve.php" } else { "/in.php" };
+        let submit_body = (task.upload() == Upload::Form).then(|| {
+            let mut pairs = String::with_capacity(160);
+            task.each_param(|name, value| http::push_pair(&mut pairs, name, value));
+            http::FormWriter::new(&key, pairs.len()).encoded(&pairs).finish()
+        });
+        let url = |path: &str| [config.base_url.as_str(), path].concat();
+        let derived = Derived { submit_url: url(endpoint), res_url: url("/res.php"), submit_body, poll_body: None };
         Solve { key, task, config, timings, derived, state }
     }
 
@@ -365,32 +371,41 @@ impl Solve {
         self.state.phase = Phase::Awaiting { step, id, sent_at: now };
         self.state.pending = None;
         let timeout = self.config.request_timeout_ms;
-        let res_url = || self.derived.res_url.clone();
         match step {
             Step::Submit => self.submit_request(id, timeout),
             Step::ThreadsInfo => {
-                let body = http::form_body(&self.key, [("action", "threadsinfo")]);
-                HttpRequest::form(id, RequestKind::ThreadsInfo, res_url(), body, timeout)
+                let body = http::FormWriter::new(&self.key, 24).pair("action", "threadsinfo").finish();
+                HttpRequest::form(id, RequestKind::ThreadsInfo, self.derived.res_url.clone(), body, timeout)
             }
             Step::Poll => {
                 let task_id = self.state.task_id.as_deref().unwrap_or_default();
-                let body = http::form_body(&self.key, [("action", "get"), ("id", task_id)]);
-                HttpRequest::form(id, RequestKind::Poll, res_url(), body, timeout)
+                let cached = self.derived.poll_body.as_ref().filter(|(for_id, _)| for_id == task_id);
+                let body = match cached {
+                    Some((_, body)) => body.clone(),
+                    None => {
+                        let body =
+                            http::FormWriter::new(&self.key, 40).pair("action", "get").pair("id", task_id).finish();
+                        self.derived.poll_body = Some((task_id.to_owned(), body.clone()));
+                        body
+                    }
+                };
+                HttpRequest::form(id, RequestKind::Poll, self.derived.res_url.clone(), body, timeout)
             }
         }
     }
 
     fn submit_request(&self, id: u32, timeout: u64) -> HttpRequest {
         let url = self.derived.submit_url.clone();
-        let params = &self.derived.submit_params;
         match (self.task.upload(), self.task.image()) {
             (Upload::Multipart, Some(image)) => {
                 let bytes = image_bytes(&image.base64);
-                HttpRequest::multipart(id, url, http::multipart_body(&self.key, params, image, &bytes), timeout)
+                let params = self.task.params();
+                HttpRequest::multipart(id, url, http::multipart_body(&self.key, &params, image, &bytes), timeout)
             }
             _ => {
-                let pairs = params.iter().map(|(n, v)| (n.as_str(), v.as_str()));
-                HttpRequest::form(id, RequestKind::Submit, url, http::form_body(&self.key, pairs), timeout)
+                let body =
+                    self.derived.submit_body.clone().unwrap_or_else(|| http::FormWriter::new(&self.key, 0).finish());
+                HttpRequest::form(id, RequestKind::Submit, url, body, timeout)
             }
         }
     }
@@ -402,8 +417,7 @@ impl Solve {
                 Some(task_id) => {
                     self.state.task_id = Some(task_id);
                     self.state.poll_errors = 0;
-                    let failure = self.deadline_failure();
-                    self.schedule(Step::Poll, now.saturating_add(self.timings.initial_wait_ms), failure);
+                    self.schedule(Step::Poll, now.saturating_add(self.timings.initial_wait_ms), None);
                 }
                 None => self.on_code(now, Step::Submit, unexpected_reply(), "", " (the submit reply held no task id)"),
             },
@@ -477,45 +491,43 @@ impl Solve {
     /// row's own code); `detail` is appended to the row's meaning.
     fn on_code(&mut self, now: u64, step: Step, info: &'static CodeInfo, raw: &str, detail: &str) {
         let code = if raw.is_empty() { info.code } else { raw };
-        let failure = self.failure(info, code, info.class, format!("{}{detail}", info.meaning));
+        // Built only where a failure is reported or kept for the deadline.
+        let failure = |this: &Self| this.failure(info, code, info.class, format!("{}{detail}", info.meaning));
         let action = if step == Step::Poll { info.on_poll } else { info.on_submit };
         match (action, step) {
             (Action::PollAgain, Step::Poll) => {
                 self.state.poll_errors = 0;
-                let at = now.saturating_add(self.timings.poll_interval_ms);
-                let late = self.deadline_failure();
-                self.schedule(Step::Poll, at, late);
+                self.schedule(Step::Poll, now.saturating_add(self.timings.poll_interval_ms), None);
             }
             (Action::Retry, Step::Poll) => {
                 self.state.poll_errors = self.state.poll_errors.saturating_add(1);
                 if self.state.poll_errors > self.config.max_poll_errors {
-                    return self.finish_failed(failure);
+                    return self.finish_failed(failure(self));
                 }
                 let wait = self.timings.poll_interval_ms.max(info.retry_after_ms.unwrap_or(0));
-                let late = self.deadline_failure();
-                self.schedule(Step::Poll, now.saturating_add(wait), late);
+                self.schedule(Step::Poll, now.saturating_add(wait), None);
             }
             (Action::Retry | Action::PollAgain, _) => {
                 if self.state.submit_retries >= self.config.max_submit_retries {
-                    return self.finish_failed(failure);
+                    return self.finish_failed(failure(self));
                 }
                 self.state.submit_retries = self.state.submit_retries.saturating_add(1);
                 let wait = backoff(self.state.submit_retries, info.retry_after_ms.unwrap_or(5_000));
-                self.schedule(Step::Submit, now.saturating_add(wait), failure);
+                self.schedule(Step::Submit, now.saturating_add(wait), Some(failure(self)));
             }
-            (Action::DiagnoseThreads, _) => self.schedule(Step::ThreadsInfo, now, failure),
+            (Action::DiagnoseThreads, _) => self.schedule(Step::ThreadsInfo, now, Some(failure(self))),
             (Action::WaitForThread, _) => self.wait_for_thread(now, format!("no free slot ({code})")),
             (Action::Resubmit, _) => {
                 if self.state.attempt > self.config.unsolvable_retries {
-                    return self.finish_failed(failure);
+                    return self.finish_failed(failure(self));
                 }
                 self.state.attempt = self.state.attempt.saturating_add(1);
                 self.state.task_id = None;
                 self.state.submit_retries = 0;
                 self.state.poll_errors = 0;
-                self.schedule(Step::Submit, now, failure);
+                self.schedule(Step::Submit, now, Some(failure(self)));
             }
-            (Action::Fail, _) => self.finish_failed(failure),
+            (Action::Fail, _) => self.finish_failed(failure(self)),
         }
     }
 
@@ -525,23 +537,26 @@ impl Solve {
         let info = code_info(codes::ZERO_BALANCE);
         let failure =
             self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));
-        self.schedule(Step::Submit, now.saturating_add(codes::BUSY_WAIT_MS), failure);
+        self.schedule(Step::Submit, now.saturating_add(codes::BUSY_WAIT_MS), Some(failure));
     }
 
-    /// Schedules `step` at `at` (plus jitter), or fails with `if_late` when that is past the
-    /// deadline: nothing is ever sent at or after the deadline.
-    fn schedule(&mut self, step: Step, at: u64, if_late: Failure) {
+    /// Schedules `step` at `at` (plus jitter), or fails with `if_late` (`None`: the deadline
+    /// failure) when that is past the deadline: nothing is ever sent at or after the deadline.
+    fn schedule(&mut self, step: Step, at: u64, if_late: Option<Failure>) {
         let at = at.saturating_add(self.jitter());
         match self.deadline() {
-            Some(deadline) if at >= deadline => self.finish_failed(if_late),
+            Some(deadline) if at >= deadline => {
+                let failure = if_late.unwrap_or_else(|| self.deadline_failure());
+                self.finish_failed(failure);
+            }
             _ => {
                 self.state.phase = Phase::Ready { step, at };
-                self.state.pending = Some(if_late);
+                self.state.pending = if_late;
             }
         }
     }
 
-    fn finish_solved(&mut self, now: u64, value: &Json, user_agent: Option<String>) {
+    fn finish_solved(&mut self, now: u64, value: &Json<'_>, user_agent: Option<String>) {
         let spec = self.task.spec();
         let submitted_at = self.state.started_at.unwrap_or(now);
         let solution = Solution {
@@ -612,7 +627,7 @@ fn unexpected_reply() -> &'static CodeInfo {
 }
 
 /// A task id is a short run of printable characters, sent as a string or an integer.
-fn task_id_of(value: &Json) -> Option<String> {
+fn task_id_of(value: &Json<'_>) -> Option<String> {
     let id = match value {
         Json::String(s) => s.trim().to_owned(),
         Json::Number(_) => value.as_u64()?.to_string(),

@@ -7,6 +7,8 @@
 
 use crate::codes;
 use crate::error::ValidationError;
+use std::borrow::Cow;
+
 use crate::json::Json;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
@@ -94,7 +96,7 @@ impl Task {
     }
 
     /// Validates an already parsed task object.
-    pub fn from_json_value(value: &Json) -> Result<Task, ValidationError> {
+    pub fn from_json_value(value: &Json<'_>) -> Result<Task, ValidationError> {
         let object = value
             .as_object()
             .ok_or_else(|| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
@@ -160,36 +162,44 @@ impl Task {
     /// The submit parameters in wire order, without `key`, `json` and (for multipart) the file:
     /// `method`, the fields in table order, the type's fixed parameters, then `extra` by name.
     pub fn params(&self) -> Vec<(String, String)> {
-        let mut params = vec![("method".to_owned(), self.method().to_owned())];
+        let mut params = Vec::new();
+        self.each_param(|name, value| params.push((name.to_owned(), value.to_owned())));
+        params
+    }
+
+    /// Calls `f` with each submit parameter, in the order of [`Task::params`].
+    pub fn each_param(&self, mut f: impl FnMut(&str, &str)) {
+        f("method", self.method());
         let multipart = self.upload() == Upload::Multipart;
         for (field, value) in &self.values {
             match value {
                 _ if field.param.is_empty() => {}
-                FieldValue::Text(text) => params.push((field.param.to_owned(), text.clone())),
-                FieldValue::Flag(true) => params.push((field.param.to_owned(), "1".to_owned())),
+                FieldValue::Text(text) => f(field.param, text),
+                FieldValue::Flag(true) => f(field.param, "1"),
                 FieldValue::Flag(false) => {}
-                FieldValue::Int(n) => params.push((field.param.to_owned(), n.to_string())),
+                FieldValue::Int(n) => f(field.param, &n.to_string()),
                 FieldValue::Image(_) if multipart => {}
-                FieldValue::Image(image) => params.push((field.param.to_owned(), image.base64.clone())),
+                FieldValue::Image(image) => f(field.param, &image.base64),
                 FieldValue::Images(images) => {
                     for (i, image) in images.iter().enumerate() {
                         let uri = format!("data:{};base64,{}", image.format.mime(), image.base64);
-                        params.push((format!("{}_{}", field.param, i + 1), uri));
+                        f(&format!("{}_{}", field.param, i + 1), &uri);
                     }
                 }
             }
         }
         for (name, value) in self.spec.fixed {
-            params.push(((*name).to_owned(), (*value).to_owned()));
+            f(name, value);
         }
-        params.extend(self.extra.iter().cloned());
-        params
+        for (name, value) in &self.extra {
+            f(name, value);
+        }
     }
 
     /// The canonical task JSON: normalised values, defaults filled in. Parsing it gives back an
     /// equal task.
-    pub fn to_json(&self) -> Json {
-        let mut object = vec![("type".to_owned(), Json::from(self.spec.name))];
+    pub fn to_json(&self) -> Json<'_> {
+        let mut object = vec![(Cow::Borrowed("type"), Json::from(self.spec.name))];
         for (field, value) in &self.values {
             let json = match value {
                 FieldValue::Text(text) => Json::from(text.as_str()),
@@ -200,11 +210,11 @@ impl Task {
                     Json::Array(images.iter().map(|i| Json::from(i.base64.as_str())).collect())
                 }
             };
-            object.push((field.name.to_owned(), json));
+            object.push((Cow::Borrowed(field.name), json));
         }
         if !self.extra.is_empty() {
-            let extra = self.extra.iter().map(|(k, v)| (k.clone(), Json::from(v.as_str()))).collect();
-            object.push(("extra".to_owned(), Json::Object(extra)));
+            let extra = self.extra.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::from(v.as_str()))).collect();
+            object.push((Cow::Borrowed("extra"), Json::Object(extra)));
         }
         Json::Object(object)
     }
@@ -249,7 +259,7 @@ impl Task {
         Ok(())
     }
 
-    fn parse_extra(&self, extra: &Json) -> Result<Vec<(String, String)>, ValidationError> {
+    fn parse_extra(&self, extra: &Json<'_>) -> Result<Vec<(String, String)>, ValidationError> {
         let object = extra
             .as_object()
             .ok_or_else(|| invalid("extra", "`extra` must be an object of parameter names to values"))?;
@@ -257,7 +267,7 @@ impl Task {
         let mut out = Vec::with_capacity(object.len());
         for (name, value) in object {
             let field = format!("extra.{name}");
-            if RESERVED_PARAMS.contains(&name.as_str()) {
+            if RESERVED_PARAMS.contains(&name.as_ref()) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is set by the engine and cannot be overridden"),
@@ -278,21 +288,20 @@ impl Task {
                 ));
             }
             let text = match value {
-                Json::String(s) => s.clone(),
-                Json::Number(n) => n.clone(),
+                Json::String(s) | Json::Number(s) => s.to_string(),
                 Json::Bool(b) => u8::from(*b).to_string(),
                 _ => return Err(invalid(&field, format!("`{field}` must be a string, number or boolean"))),
             };
             if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
                 return Err(invalid(&field, format!("`{field}` must be text up to 64 KiB without control characters")));
             }
-            out.push((name.clone(), text));
+            out.push((name.to_string(), text));
         }
         Ok(out)
     }
 }
 
-fn type_of(object: &Json) -> Result<&'static TypeSpec, ValidationError> {
+fn type_of(object: &Json<'_>) -> Result<&'static TypeSpec, ValidationError> {
     let name = match object.get("type") {
         Some(Json::String(name)) => name,
         Some(_) => return Err(invalid("type", "`type` must be a string")),
@@ -326,7 +335,7 @@ fn clip(text: &str) -> String {
     crate::text::clip(text, 64)
 }
 
-fn parse_field(field: &'static FieldSpec, value: &Json) -> Result<FieldValue, ValidationError> {
+fn parse_field(field: &'static FieldSpec, value: &Json<'_>) -> Result<FieldValue, ValidationError> {
     let name = field.name;
     Ok(match field.kind {
         FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
@@ -342,10 +351,9 @@ fn parse_field(field: &'static FieldSpec, value: &Json) -> Result<FieldValue, Va
     })
 }
 
-fn text(name: &str, value: &Json, max: usize) -> Result<String, ValidationError> {
+fn text(name: &str, value: &Json<'_>, max: usize) -> Result<String, ValidationError> {
     let text = match value {
-        Json::String(s) => s.clone(),
-        Json::Number(n) => n.clone(),
+        Json::String(s) | Json::Number(s) => s.to_string(),
         _ => return Err(must(name, "must be a string")),
     };
     if text.trim().is_empty() {
@@ -360,7 +368,7 @@ fn text(name: &str, value: &Json, max: usize) -> Result<String, ValidationError>
     Ok(text)
 }
 
-fn url(name: &str, value: &Json) -> Result<String, ValidationError> {
+fn url(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     let text = text(name, value, 2_048)?;
     let lower = text.to_ascii_lowercase();
     let rest = lower
@@ -375,7 +383,7 @@ fn url(name: &str, value: &Json) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn flag(name: &str, value: &Json) -> Result<bool, ValidationError> {
+fn flag(name: &str, value: &Json<'_>) -> Result<bool, ValidationError> {
     match value {
         Json::Bool(b) => Ok(*b),
         Json::Number(n) if n == "0" => Ok(false),
@@ -386,7 +394,7 @@ fn flag(name: &str, value: &Json) -> Result<bool, ValidationError> {
     }
 }
 
-fn number(name: &str, value: &Json) -> Result<f64, ValidationError> {
+fn number(name: &str, value: &Json<'_>) -> Result<f64, ValidationError> {
     let n = match value {
         Json::Number(_) => value.as_f64(),
         Json::String(s) => crate::json::number(s),
@@ -395,7 +403,7 @@ fn number(name: &str, value: &Json) -> Result<f64, ValidationError> {
     n.filter(|n| n.is_finite()).ok_or_else(|| must(name, "must be a number"))
 }
 
-fn score(name: &str, value: &Json) -> Result<String, ValidationError> {
+fn score(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     let n = number(name, value)?;
     if !(0.1..=0.9).contains(&n) {
         return Err(must(name, "must be between 0.1 and 0.9"));
@@ -406,7 +414,7 @@ fn score(name: &str, value: &Json) -> Result<String, ValidationError> {
     Ok(if rest == 0 { format!("0.{tenths}") } else { format!("0.{tenths}{rest}") })
 }
 
-fn int(name: &str, value: &Json, min: i64, max: i64) -> Result<i64, ValidationError> {
+fn int(name: &str, value: &Json<'_>, min: i64, max: i64) -> Result<i64, ValidationError> {
     let n = match value {
         Json::Number(_) => value.as_i64(),
         Json::String(s) => s.trim().parse::<i64>().ok(),
@@ -418,7 +426,7 @@ fn int(name: &str, value: &Json, min: i64, max: i64) -> Result<i64, ValidationEr
     }
 }
 
-fn choice(name: &str, value: &Json, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
+fn choice(name: &str, value: &Json<'_>, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
     let found = value.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim())));
     found
         .copied()
@@ -427,7 +435,7 @@ fn choice(name: &str, value: &Json, options: &'static [&'static str]) -> Result<
 
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
-fn proxy(name: &str, value: &Json) -> Result<String, ValidationError> {
+fn proxy(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     let text = text(name, value, 512)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
     if crate::text::find(&text, "://").is_some() {
@@ -464,7 +472,7 @@ fn proxy(name: &str, value: &Json) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn image_set(name: &str, value: &Json, count: usize) -> Result<Vec<Image>, ValidationError> {
+fn image_set(name: &str, value: &Json<'_>, count: usize) -> Result<Vec<Image>, ValidationError> {
     let items =
         value.as_array().ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
     if items.len() != count {
@@ -479,7 +487,7 @@ fn image_set(name: &str, value: &Json, count: usize) -> Result<Vec<Image>, Valid
 
 /// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
 /// are ignored).
-fn image(name: &str, value: &Json, max_side: Option<u32>) -> Result<Image, ValidationError> {
+fn image(name: &str, value: &Json<'_>, max_side: Option<u32>) -> Result<Image, ValidationError> {
     let raw = value.as_str().ok_or_else(|| must(name, "must be a base64 string"))?;
     let payload = match raw.strip_prefix("data:") {
         Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),

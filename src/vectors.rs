@@ -19,9 +19,9 @@ pub struct Vector {
     pub description: String,
     pub key: String,
     /// Config JSON (missing fields take defaults).
-    pub config: Json,
+    pub config: Json<'static>,
     /// Task JSON.
-    pub task: Json,
+    pub task: Json<'static>,
     /// The first `now` (epoch ms).
     pub start_ms: u64,
     /// What the upstream does with each sent request, in order.
@@ -30,9 +30,9 @@ pub struct Vector {
     pub restore_before: Vec<u64>,
     /// A summary of the expected outcome written by hand (`outcome`, `code`, `class`, `sends`),
     /// checked against the transcript so a regenerated transcript cannot silently change meaning.
-    pub expect: Json,
+    pub expect: Json<'static>,
     /// The expected transcript.
-    pub transcript: Vec<Json>,
+    pub transcript: Vec<Json<'static>>,
 }
 
 /// The upstream's behaviour for one request.
@@ -62,16 +62,16 @@ impl Vector {
             name: f.str("name")?.to_owned(),
             description: f.str("description")?.to_owned(),
             key: f.str("key")?.to_owned(),
-            config: f.opt_value("config").cloned().unwrap_or(Json::Object(Vec::new())),
-            task: f.value("task")?.clone(),
+            config: f.opt_value("config").cloned().unwrap_or(Json::Object(Vec::new())).into_owned(),
+            task: f.value("task")?.clone().into_owned(),
             start_ms: f.opt_u64("start_ms")?.unwrap_or(0),
             script: list("script")?.iter().map(Scripted::parse).collect::<Result<_, _>>()?,
             restore_before: list("restore_before")?
                 .iter()
                 .map(|v| v.as_u64().ok_or("restore_before holds integers"))
                 .collect::<Result<_, _>>()?,
-            expect: f.opt_value("expect").cloned().unwrap_or(Json::Null),
-            transcript: list("transcript")?.to_vec(),
+            expect: f.opt_value("expect").cloned().unwrap_or(Json::Null).into_owned(),
+            transcript: list("transcript")?.iter().cloned().map(Json::into_owned).collect(),
         })
     }
 
@@ -98,7 +98,7 @@ impl Vector {
 }
 
 impl Scripted {
-    fn parse(value: &Json) -> Result<Scripted, String> {
+    fn parse(value: &Json<'_>) -> Result<Scripted, String> {
         if value.as_str() == Some("silence") {
             return Ok(Scripted::Silence);
         }
@@ -116,7 +116,7 @@ impl Scripted {
         }
     }
 
-    fn to_json(&self) -> Json {
+    fn to_json(&self) -> Json<'_> {
         match self {
             Scripted::Reply { after_ms, status, body } => Json::object([(
                 "reply",
@@ -200,7 +200,7 @@ impl Engine for Native {
 }
 
 /// The transcript event for an output at time `at`.
-pub fn output_event(at: u64, output: &Output) -> Json {
+pub fn output_event(at: u64, output: &Output) -> Json<'_> {
     match output {
         Output::Send(request) => {
             let body = match &request.body {
@@ -212,7 +212,7 @@ pub fn output_event(at: u64, output: &Output) -> Json {
                 ("kind", request.kind.as_str().into()),
                 ("method", request.method.into()),
                 ("url", request.url.as_str().into()),
-                ("content_type", request.content_type.as_str().into()),
+                ("content_type", Json::from(&*request.content_type)),
                 ("timeout_ms", request.timeout_ms.into()),
                 body,
             ]);
@@ -225,11 +225,11 @@ pub fn output_event(at: u64, output: &Output) -> Json {
 }
 
 /// `{"at": at, kind: body}`.
-fn event(at: u64, kind: &str, body: Json) -> Json {
+fn event<'a>(at: u64, kind: &'a str, body: Json<'a>) -> Json<'a> {
     Json::object([("at", Json::from(at)), (kind, body)])
 }
 
-fn misuse_event(at: u64, misuse: &Misuse) -> Json {
+fn misuse_event(at: u64, misuse: &Misuse) -> Json<'_> {
     event(at, "misuse", misuse.kind().into())
 }
 
@@ -244,16 +244,16 @@ fn misuse_event(at: u64, misuse: &Misuse) -> Json {
 ///    - `wait_until t`: `now = max(now, t)`.
 ///    - `solved`/`failed`: call `poll_output(now + 1000)` once more, which must repeat the
 ///      same output (else record `error`), and stop.
-pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json> {
+pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json<'static>> {
     let mut events = Vec::new();
     let mut now = vector.start_ms;
     let config = match Config::from_value(&vector.config) {
         Ok(config) => config,
-        Err(e) => return vec![event(now, "error", format!("bad config: {e}").into())],
+        Err(e) => return vec![event(now, "error", format!("bad config: {e}").into()).into_owned()],
     };
     let mut solve = match engine.create(&vector.task.to_text(), &vector.key, &config, now) {
         Ok(solve) => solve,
-        Err(failure) => return vec![event(now, "rejected", failure.to_json())],
+        Err(failure) => return vec![event(now, "rejected", failure.to_json()).into_owned()],
     };
     let mut script = vector.script.iter();
     let mut polls: u64 = 0;
@@ -263,21 +263,21 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json> {
             match engine.restore(&snapshot, &vector.key) {
                 Ok(restored) => solve = restored,
                 Err(e) => {
-                    events.push(event(now, "error", format!("restore failed: {e}").into()));
+                    events.push(event(now, "error", format!("restore failed: {e}").into()).into_owned());
                     return events;
                 }
             }
-            events.push(event(now, "restored", true.into()));
+            events.push(event(now, "restored", true.into()).into_owned());
         }
         polls += 1;
         let output = match engine.poll_output(&mut solve, now) {
             Ok(output) => output,
             Err(misuse) => {
-                events.push(misuse_event(now, &misuse));
+                events.push(misuse_event(now, &misuse).into_owned());
                 return events;
             }
         };
-        events.push(output_event(now, &output));
+        events.push(output_event(now, &output).into_owned());
         match output {
             Output::Send(request) => {
                 let fed = match script.next() {
@@ -288,23 +288,23 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json> {
                             ("status", u64::from(*status).into()),
                             ("body", body.as_str().into()),
                         ];
-                        events.push(event(now, "reply", Json::object(reply)));
+                        events.push(event(now, "reply", Json::object(reply)).into_owned());
                         engine.handle_response(&mut solve, now, request.id, *status, body)
                     }
                     Some(Scripted::Transport { after_ms, error }) => {
                         now += after_ms;
                         let transport = [("id", Json::from(request.id)), ("error", error.as_str().into())];
-                        events.push(event(now, "transport", Json::object(transport)));
+                        events.push(event(now, "transport", Json::object(transport)).into_owned());
                         engine.handle_transport_error(&mut solve, now, request.id, *error)
                     }
                     Some(Scripted::Silence) => Ok(()),
                     None => {
-                        events.push(event(now, "error", "script exhausted".into()));
+                        events.push(event(now, "error", "script exhausted".into()).into_owned());
                         return events;
                     }
                 };
                 if let Err(misuse) = fed {
-                    events.push(misuse_event(now, &misuse));
+                    events.push(misuse_event(now, &misuse).into_owned());
                     return events;
                 }
             }
@@ -312,12 +312,12 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Json> {
             terminal @ (Output::Solved(_) | Output::Failed(_)) => {
                 let again = engine.poll_output(&mut solve, now + 1_000);
                 if again.as_ref() != Ok(&terminal) {
-                    events.push(event(now + 1_000, "error", "terminal output was not sticky".into()));
+                    events.push(event(now + 1_000, "error", "terminal output was not sticky".into()).into_owned());
                 }
                 return events;
             }
         }
     }
-    events.push(event(now, "error", "too many events".into()));
+    events.push(event(now, "error", "too many events".into()).into_owned());
     events
 }

@@ -21,8 +21,6 @@ enum Then {
 use Then::{Fail, Send};
 
 const P: Class = Class::Permanent;
-const T: Class = Class::Transient;
-const U: Class = Class::Unsolvable;
 
 /// (code, at submit, while polling). Turnstile: polls every 5 s; replies arrive at +100 ms.
 const EXPECTED: &[(&str, Then, Then)] = &[

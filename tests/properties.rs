@@ -223,11 +223,11 @@ proptest! {
         let mut bytes = snapshot.clone().into_bytes();
         if at < bytes.len() { bytes[at] = byte; }
         bytes.truncate(cut.max(1).min(bytes.len()));
-        if let Ok(text) = String::from_utf8(bytes) {
-            if let Ok(mut restored) = Solve::restore(&text, ApiKey::new(KEY).unwrap()) {
-                // Whatever it restored to, it must still behave.
-                let _ = restored.poll_output(1_000_000);
-            }
+        if let Ok(text) = String::from_utf8(bytes)
+            && let Ok(mut restored) = Solve::restore(&text, ApiKey::new(KEY).unwrap())
+        {
+            // Whatever it restored to, it must still behave.
+            let _ = restored.poll_output(1_000_000);
         }
     }
 }

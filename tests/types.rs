@@ -48,7 +48,9 @@ fn every_type_sends_its_documented_form() {
     let cells_json = serde_json::to_string(&cells).unwrap();
     let uri = |i: usize| format!("data:image/gif;base64,{}", cells[i]);
     let in_php = "https://ocr.captchaai.com/in.php";
-    let cases: Vec<(String, &str, Vec<(String, String)>)> = vec![
+    // (task JSON, endpoint, the form after the key; empty: the task must be rejected)
+    type Case<'a> = (String, &'a str, Vec<(String, String)>);
+    let cases: Vec<Case> = vec![
         (
             format!(
                 r#"{{"type":"recaptcha_v2","sitekey":"{GOOGLEKEY}","pageurl":"{PAGE}","invisible":true,"data_s":"ds","cookies":"a:1;b:2","user_agent":"UA/1","proxy":"u:p@10.0.0.1:8080","proxytype":"socks5"}}"#

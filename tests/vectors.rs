@@ -20,14 +20,14 @@ fn vector_files() -> Vec<PathBuf> {
 }
 
 /// The last event that ends a transcript: `solved`, `failed`, `rejected` (or an `error`).
-fn outcome(transcript: &[Json]) -> (&str, &Json) {
+fn outcome<'a>(transcript: &'a [Json<'static>]) -> (&'a str, &'a Json<'static>) {
     let last = transcript.last().expect("empty transcript");
     let (kind, body) = last.as_object().unwrap().iter().find(|(k, _)| k != "at").expect("event kind");
-    (kind.as_str(), body)
+    (kind.as_ref(), body)
 }
 
 /// Checks a transcript against the vector's hand-written expectations.
-fn check_expect(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
+fn check_expect(vector: &Vector, transcript: &[Json<'static>]) -> Result<(), String> {
     let expect = &vector.expect;
     let (kind, body) = outcome(transcript);
     let want = |key: &str| expect.get(key);
@@ -55,7 +55,7 @@ fn check_expect(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
 }
 
 /// Invariants every transcript must keep, whatever the vector.
-fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
+fn check_invariants(vector: &Vector, transcript: &[Json<'static>]) -> Result<(), String> {
     let mut last_at = 0;
     let mut last_res_send: Option<u64> = None;
     for event in transcript {
@@ -75,17 +75,16 @@ fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> 
             if send.get("method").and_then(Json::as_str) != Some("POST") {
                 return Err("a request that is not a POST".into());
             }
-            if send.get("kind").and_then(Json::as_str) == Some("poll") {
-                if let Some(previous) = last_res_send
-                    && at < previous + 5_000
-                {
-                    return Err(format!("polled {} ms after the previous request for the task", at - previous));
-                }
+            if send.get("kind").and_then(Json::as_str) == Some("poll")
+                && let Some(previous) = last_res_send
+                && at < previous + 5_000
+            {
+                return Err(format!("polled {} ms after the previous request for the task", at - previous));
             }
             if matches!(send.get("kind").and_then(Json::as_str), Some("poll" | "submit")) {
                 last_res_send = Some(at);
             }
-        } else if !event.get("reply").is_some() && event.get("transport").is_none() {
+        } else if event.get("reply").is_none() && event.get("transport").is_none() {
             let text = event.to_text();
             if text.contains(&vector.key) {
                 return Err(format!("the key appears in an output: {text}"));
