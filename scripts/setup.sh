@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the build needs and is not in Cargo.lock: the wasm32 target and binaryen's
+# wasm-opt (used by `cargo xtask component`). Idempotent; sourced by run.sh and test.sh.
+set -euo pipefail
+
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target add wasm32-unknown-unknown
+
+if ! command -v wasm-opt >/dev/null 2>&1 && [ ! -x node_modules/.bin/wasm-opt ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing binaryen (wasm-opt) with apt-get" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q binaryen >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q binaryen >/dev/null; }
+  fi
+  if ! command -v wasm-opt >/dev/null 2>&1; then
+    echo "setup: installing binaryen (wasm-opt) from npm into ./node_modules" >&2
+    npm install --no-save --no-audit --no-fund --silent binaryen@130 >/dev/null
+  fi
+fi
