@@ -84,11 +84,11 @@ TOKEN = "03AGdBq24PBCbwiDRaS_MJ7Z" + "x" * 40
 VECTORS = []
 
 
-def vector(name, description, task, script, expect, config=None, restore_before=None, start_ms=0):
+def vector(name, description, task, script, expect, config=None, restore_before=None, start_ms=0, key=KEY):
     VECTORS.append({
         "name": name,
         "description": description,
-        "key": KEY,
+        "key": key,
         "config": config or {},
         "task": task,
         "start_ms": start_ms,
@@ -188,6 +188,12 @@ vector("reject_bad_proxy", "a proxy with a scheme is malformed", {**RECAPTCHA, "
        [], rejected("proxy"))
 vector("reject_extra_overrides_key", "extra parameters can never override key, method or json",
        {**TURNSTILE, "extra": {"key": "other"}}, [], rejected("extra.key"))
+vector("reject_invalid_config", "a poll interval under 5 s is an INVALID_CONFIG failure", TURNSTILE, [],
+       {"outcome": "rejected", "code": "INVALID_CONFIG", "class": "permanent", "field": "poll_interval_ms", "sends": 0},
+       config={"poll_interval_ms": 1000})
+vector("reject_invalid_key", "a malformed key never reaches the service (repeated bad keys get the IP banned)",
+       TURNSTILE, [], {"outcome": "rejected", "code": "INVALID_KEY", "class": "permanent", "field": "key", "sends": 0},
+       key="0123456789abcdef")
 vector("reject_tiny_image", "images under 100 bytes fail locally", {"type": "image", "image": b64(b"GIF89a" + b"\0" * 20)},
        [], rejected("image"))
 
@@ -255,6 +261,8 @@ vector("fault_silent_upstream", "no reply and no report: the engine's own 30 s r
        [ok("7426"), "silence", ok("0.tok")], solved(3, "0.tok"))
 vector("fault_submit_retries_exhausted", "server errors on every submit: five retries, then transient", TURNSTILE,
        [code("ERROR_SERVER_ERROR")] * 6, failed("ERROR_SERVER_ERROR", "transient", 6, 10000), config={"deadline_ms": 600000})
+vector("fault_transport_exhausted", "the connection fails on every submit: five retries, then transient TRANSPORT_ERROR",
+       TURNSTILE, [transport("connect", 50)] * 6, failed("TRANSPORT_ERROR", "transient", 6, 5000), config={"deadline_ms": 600000})
 vector("fault_poll_errors_exhausted", "unreadable replies on every poll: the poll-error budget ends it", TURNSTILE,
        [ok("7427")] + [HTML_502] * 4, failed("UNEXPECTED_REPLY", "transient", 5, 5000), config={"max_poll_errors": 3})
 vector("deadline_expiry", "not ready until the deadline: nothing is sent at or after it", TURNSTILE,
