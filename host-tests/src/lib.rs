@@ -1,7 +1,9 @@
-//! Test host for the CaptchaAI engine. Today: the CaptchaAI emulator ([`emulator`]) and the
-//! CLI plumbing ([`cli`]) behind the `host-tests` binary.
+//! Test host for the CaptchaAI engine: the reference wasmtime driver ([`driver`]), the CaptchaAI
+//! emulator ([`emulator`]) and the CLI ([`cli`]) behind the `host-tests` binary.
 
 #![warn(missing_docs)]
 
 pub mod cli;
+#[allow(missing_docs)]
+pub mod driver;
 pub mod emulator;

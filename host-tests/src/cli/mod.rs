@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod emulator;
+pub mod solve;
 
 /// `host-tests`: CaptchaAI engine test host.
 #[derive(Parser)]
@@ -19,11 +20,18 @@ pub struct Cli {
 pub enum Command {
     /// Run the CaptchaAI emulator standalone on 127.0.0.1 until killed.
     Emulator(emulator::EmulatorArgs),
+    /// Solve one task (flags or JSON) or a batch file with the engine component; key from
+    /// CAPTCHAAI_KEY.
+    Solve(solve::SolveArgs),
+    /// Show the plan's threads and how many are busy; key from CAPTCHAAI_KEY.
+    Threads(solve::ThreadsArgs),
 }
 
 /// Runs a parsed command line. Errors never contain API keys.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Emulator(args) => emulator::run(args).await,
+        Command::Solve(args) => solve::solve(args).await,
+        Command::Threads(args) => solve::threads(args).await,
     }
 }

@@ -1,0 +1,306 @@
+//! The reference driver for Rust embedders: runs the engine component with wasmtime, sends its
+//! requests over real HTTP and sleeps on real (optionally scaled) timers.
+//!
+//! It holds no protocol knowledge: every decision (what to send, how long to wait, what a reply
+//! means, when to stop) comes from the engine. Many solves run concurrently as resources inside
+//! one instance. Before every wait on the outside world (a request in flight, a sleep) the driver
+//! keeps the solve's snapshot; if the instance traps, it makes a fresh instance, restores every
+//! in-flight solve from its snapshot and carries on.
+
+pub mod clock;
+pub mod component;
+pub mod gate;
+pub mod http;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use wasmtime::component::ResourceAny;
+
+pub use clock::Clock;
+pub use component::{
+    Admission, Answer, Config, EngineHost, EngineInstance, Failure, FailureClass, HttpRequest, HttpResponse, LoadStats,
+    Misuse, Output, RequestBody, RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
+    default_component_path,
+};
+pub use gate::Gate;
+pub use http::HttpClient;
+
+/// The default cap on the engine's linear memory (4 GiB, the wasm32 maximum).
+pub const DEFAULT_MAX_MEMORY: usize = 4 << 30;
+
+/// How a [`Runner`] works.
+pub struct RunnerOptions {
+    pub clock: Clock,
+    pub http: HttpClient,
+    /// Cap on the engine instance's linear memory.
+    pub max_memory: usize,
+    /// Keep a snapshot of every solve before each wait, so a trapped instance can be replaced
+    /// without losing solves. Off only for measuring the engine alone.
+    pub checkpoints: bool,
+}
+
+impl RunnerOptions {
+    /// Real HTTP (at most `max_in_flight` requests at once) on `clock`, checkpoints on.
+    pub fn new(clock: Clock, max_in_flight: usize) -> RunnerOptions {
+        RunnerOptions {
+            clock,
+            http: HttpClient::new(clock, max_in_flight),
+            max_memory: DEFAULT_MAX_MEMORY,
+            checkpoints: true,
+        }
+    }
+}
+
+/// How a solve ended, as the engine decided.
+#[derive(Clone, Debug)]
+pub struct SolveReport {
+    pub outcome: Result<Solution, Failure>,
+    /// HTTP requests sent for this solve.
+    pub requests: u32,
+}
+
+/// Counters for measurements.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunnerStats {
+    /// Calls into the engine (excluding checkpoints).
+    pub engine_calls: u64,
+    /// Time spent inside those calls.
+    pub engine_ns: u64,
+    /// Snapshots taken for checkpoints, and the time they took.
+    pub checkpoints: u64,
+    pub checkpoint_ns: u64,
+    /// Instances replaced after a trap.
+    pub recoveries: u64,
+}
+
+/// Drives many solves concurrently through one engine instance.
+pub struct Runner {
+    host: EngineHost,
+    options: RunnerOptions,
+    engines: Mutex<Engines>,
+    next_id: AtomicU64,
+    engine_calls: AtomicU64,
+    engine_ns: AtomicU64,
+    checkpoints: AtomicU64,
+    checkpoint_ns: AtomicU64,
+    recoveries: AtomicU64,
+}
+
+/// The instance and the solves inside it.
+struct Engines {
+    instance: EngineInstance,
+    solves: HashMap<u64, Slot>,
+}
+
+/// An in-flight solve: its handle in the current instance and what is needed to restore it.
+struct Slot {
+    handle: ResourceAny,
+    checkpoint: String,
+    key: String,
+}
+
+impl Runner {
+    pub fn new(host: EngineHost, options: RunnerOptions) -> Result<Runner> {
+        let instance = host.instantiate(options.max_memory)?;
+        Ok(Runner {
+            host,
+            options,
+            engines: Mutex::new(Engines { instance, solves: HashMap::new() }),
+            next_id: AtomicU64::new(1),
+            engine_calls: AtomicU64::new(0),
+            engine_ns: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            checkpoint_ns: AtomicU64::new(0),
+            recoveries: AtomicU64::new(0),
+        })
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.options.clock
+    }
+
+    /// A thread gate for `plan_threads - reserve` concurrent solves, decided by the engine.
+    pub fn gate(&self, plan_threads: u64, reserve: u64) -> Result<Result<Gate, Failure>> {
+        Gate::new(&self.host, plan_threads, reserve)
+    }
+
+    pub fn stats(&self) -> RunnerStats {
+        RunnerStats {
+            engine_calls: self.engine_calls.load(Ordering::Relaxed),
+            engine_ns: self.engine_ns.load(Ordering::Relaxed),
+            checkpoints: self.checkpoints.load(Ordering::Relaxed),
+            checkpoint_ns: self.checkpoint_ns.load(Ordering::Relaxed),
+            recoveries: self.recoveries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The engine instance's linear memory in bytes, and how many solves are in it.
+    pub fn memory(&self) -> (usize, usize) {
+        let engines = self.lock();
+        (engines.instance.memory_bytes(), engines.solves.len())
+    }
+
+    /// Makes the current instance trap on its next memory growth (for recovery tests).
+    pub fn freeze_memory(&self) {
+        self.lock().instance.freeze_memory();
+    }
+
+    /// Runs one solve to its end: validates and creates it in the engine, then sends what it
+    /// asks, sleeps as long as it says, and returns its terminal output. An `Err` is a host
+    /// problem (the engine could not be instantiated, or reported host misuse), never an API
+    /// failure: those are in [`SolveReport::outcome`].
+    pub async fn solve(&self, task_json: &str, key: &str, config: &Config) -> Result<SolveReport> {
+        let id = match self.register(task_json, key, config)? {
+            Ok(id) => id,
+            Err(failure) => return Ok(SolveReport { outcome: Err(failure), requests: 0 }),
+        };
+        let result = self.drive(id).await;
+        let mut engines = self.lock();
+        if let Some(slot) = engines.solves.remove(&id) {
+            // Dropping can only fail if the instance trapped; then the handle is gone anyway.
+            let _ = engines.instance.drop_solve(slot.handle);
+        }
+        result
+    }
+
+    /// Creates a solve and keeps its first checkpoint, in one step under the lock.
+    fn register(&self, task_json: &str, key: &str, config: &Config) -> Result<Result<u64, Failure>> {
+        let now = self.options.clock.now_ms();
+        let checkpoints = self.options.checkpoints;
+        let mut engines = self.lock();
+        let started = Instant::now();
+        let created = self.retrying(&mut engines, |engines| {
+            let handle = match engines.instance.create(task_json, key, config, now)? {
+                Ok(handle) => handle,
+                Err(failure) => return Ok(Err(failure)),
+            };
+            let checkpoint = if checkpoints { engines.instance.snapshot(handle)? } else { String::new() };
+            Ok(Ok((handle, checkpoint)))
+        });
+        self.count(started, &self.engine_calls, &self.engine_ns);
+        Ok(created?.map(|(handle, checkpoint)| {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            engines.solves.insert(id, Slot { handle, checkpoint, key: key.to_owned() });
+            id
+        }))
+    }
+
+    async fn drive(&self, id: u64) -> Result<SolveReport> {
+        let clock = self.options.clock;
+        let mut requests = 0;
+        loop {
+            let output = self.call(id, |instance, solve| instance.poll_output(solve, clock.now_ms()))?;
+            match output.map_err(|m| anyhow!("engine reported host misuse: {m:?}"))? {
+                Output::Send(request) => {
+                    self.checkpoint(id)?;
+                    requests += 1;
+                    let fed = match self.options.http.send(&request).await {
+                        Ok(response) => self.call(id, |instance, solve| {
+                            instance.handle_response(solve, clock.now_ms(), request.id, &response)
+                        })?,
+                        Err(error) => self.call(id, |instance, solve| {
+                            instance.handle_transport_error(solve, clock.now_ms(), request.id, error)
+                        })?,
+                    };
+                    fed.map_err(|m| anyhow!("engine reported host misuse: {m:?}"))?;
+                }
+                Output::WaitUntil(at) => {
+                    self.checkpoint(id)?;
+                    clock.sleep_until(at).await;
+                }
+                Output::Solved(solution) => return Ok(SolveReport { outcome: Ok(solution), requests }),
+                Output::Failed(failure) => return Ok(SolveReport { outcome: Err(failure), requests }),
+            }
+        }
+    }
+
+    /// Asks the plan's threads through the engine's account functions.
+    pub async fn threads_info(&self, key: &str, config: &Config) -> Result<Result<ThreadsInfo, Failure>> {
+        let request = match self.with_instance(|instance| instance.threads_info_request(key, config))? {
+            Ok(request) => request,
+            Err(failure) => return Ok(Err(failure)),
+        };
+        let response = match self.options.http.send(&request).await {
+            Ok(response) => response,
+            Err(error) => return Err(anyhow!("threadsinfo failed in transport: {error:?}")),
+        };
+        self.with_instance(|instance| instance.parse_threads_info(&response))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Engines> {
+        self.engines.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A call that needs no solve; retried once on a fresh instance after a trap.
+    fn with_instance<T>(&self, f: impl Fn(&mut EngineInstance) -> wasmtime::Result<T>) -> Result<T> {
+        let mut engines = self.lock();
+        let started = Instant::now();
+        let result = self.retrying(&mut engines, |engines| f(&mut engines.instance));
+        self.count(started, &self.engine_calls, &self.engine_ns);
+        result
+    }
+
+    /// A call on solve `id`; after a trap, every solve is restored and the call is retried once.
+    fn call<T>(&self, id: u64, f: impl Fn(&mut EngineInstance, ResourceAny) -> wasmtime::Result<T>) -> Result<T> {
+        let mut engines = self.lock();
+        let started = Instant::now();
+        let result = self.retrying(&mut engines, |engines| {
+            let handle =
+                engines.solves.get(&id).map(|slot| slot.handle).ok_or_else(|| wasmtime::Error::msg("unknown solve"))?;
+            f(&mut engines.instance, handle)
+        });
+        self.count(started, &self.engine_calls, &self.engine_ns);
+        result
+    }
+
+    /// Keeps the solve's snapshot before a wait (no-op when checkpoints are off).
+    fn checkpoint(&self, id: u64) -> Result<()> {
+        if !self.options.checkpoints {
+            return Ok(());
+        }
+        let mut engines = self.lock();
+        let started = Instant::now();
+        let snapshot = self.retrying(&mut engines, |engines| {
+            let handle =
+                engines.solves.get(&id).map(|slot| slot.handle).ok_or_else(|| wasmtime::Error::msg("unknown solve"))?;
+            engines.instance.snapshot(handle)
+        })?;
+        engines.solves.get_mut(&id).context("unknown solve")?.checkpoint = snapshot;
+        self.count(started, &self.checkpoints, &self.checkpoint_ns);
+        Ok(())
+    }
+
+    /// Runs `f`; if the instance traps, replaces it (restoring every solve) and runs `f` once more.
+    fn retrying<T>(&self, engines: &mut Engines, mut f: impl FnMut(&mut Engines) -> wasmtime::Result<T>) -> Result<T> {
+        match f(engines) {
+            Ok(value) => Ok(value),
+            Err(_trap) => {
+                self.recover(engines)?;
+                f(engines).map_err(anyhow::Error::from).context("the engine trapped again on a fresh instance")
+            }
+        }
+    }
+
+    fn count(&self, started: Instant, calls: &AtomicU64, ns: &AtomicU64) {
+        calls.fetch_add(1, Ordering::Relaxed);
+        ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Replaces a trapped instance and restores every in-flight solve from its checkpoint.
+    fn recover(&self, engines: &mut Engines) -> Result<()> {
+        self.recoveries.fetch_add(1, Ordering::Relaxed);
+        engines.instance = self.host.instantiate(self.options.max_memory)?;
+        for slot in engines.solves.values_mut() {
+            if slot.checkpoint.is_empty() {
+                return Err(anyhow!("a solve has no checkpoint yet (or checkpoints are off); it cannot be restored"));
+            }
+            let restored = engines.instance.restore(&slot.checkpoint, &slot.key)?;
+            slot.handle = restored.map_err(|e| anyhow!("restoring a solve failed: {e:?}"))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,179 @@
+//! Every golden vector replayed through the engine .wasm in wasmtime gives exactly the native
+//! transcript (and the stored one).
+
+use std::path::PathBuf;
+
+use captchaai_engine::json::Json;
+use captchaai_engine::vectors::{self, Engine, Native, Vector};
+use captchaai_engine::{ApiKey, Body, Class, Failure, Misuse, Output, RequestKind, Solution, TransportError};
+use host_tests::driver::{self as wit, EngineHost, EngineInstance, default_component_path};
+use wasmtime::component::ResourceAny;
+
+/// The component behind the replayer's engine interface: WIT values converted to native ones.
+struct Wasm {
+    instance: EngineInstance,
+    key: Option<ApiKey>,
+}
+
+fn config_to_wit(c: &captchaai_engine::Config) -> wit::Config {
+    wit::Config {
+        base_url: Some(c.base_url.clone()),
+        request_timeout_ms: Some(c.request_timeout_ms),
+        deadline_ms: c.deadline_ms,
+        initial_wait_ms: c.initial_wait_ms,
+        poll_interval_ms: c.poll_interval_ms,
+        max_submit_retries: Some(c.max_submit_retries),
+        max_poll_errors: Some(c.max_poll_errors),
+        unsolvable_retries: Some(c.unsolvable_retries),
+        jitter_seed: c.jitter_seed,
+        max_jitter_ms: Some(c.max_jitter_ms),
+    }
+}
+
+fn failure(f: wit::Failure) -> Failure {
+    let class = match f.class {
+        wit::FailureClass::Permanent => Class::Permanent,
+        wit::FailureClass::Transient => Class::Transient,
+        wit::FailureClass::Unsolvable => Class::Unsolvable,
+    };
+    Failure {
+        code: f.code,
+        class,
+        message: f.message,
+        retry_after_ms: f.retry_after_ms,
+        field: f.field,
+        task_id: f.task_id,
+    }
+}
+
+fn misuse(m: wit::Misuse) -> Misuse {
+    match m {
+        wit::Misuse::TimeWentBackwards(last) => Misuse::TimeWentBackwards { last, now: 0 },
+        wit::Misuse::UnknownRequest(id) => Misuse::UnknownRequest { request_id: id },
+        wit::Misuse::StaleResponse(id) => Misuse::StaleResponse { request_id: id },
+    }
+}
+
+impl Wasm {
+    fn output(&self, output: wit::Output) -> Output {
+        match output {
+            wit::Output::Send(r) => {
+                let kind = match r.kind {
+                    wit::RequestKind::Submit => RequestKind::Submit,
+                    wit::RequestKind::Poll => RequestKind::Poll,
+                    wit::RequestKind::ThreadsInfo => RequestKind::ThreadsInfo,
+                    wit::RequestKind::Balance => RequestKind::Balance,
+                };
+                let body = match r.body {
+                    wit::RequestBody::Form(text) => Body::Form(text),
+                    wit::RequestBody::Multipart(bytes) => Body::Multipart(bytes),
+                };
+                let key = self.key.as_ref().expect("a solve exists");
+                Output::Send(captchaai_engine::HttpRequest::from_parts(
+                    r.id,
+                    kind,
+                    r.url,
+                    r.content_type,
+                    body,
+                    r.timeout_ms,
+                    key,
+                ))
+            }
+            wit::Output::WaitUntil(t) => Output::WaitUntil(t),
+            wit::Output::Solved(s) => Output::Solved(Solution {
+                answer: match s.answer {
+                    wit::Answer::Text(t) => captchaai_engine::Answer::Text(t),
+                    wit::Answer::Json(j) => captchaai_engine::Answer::Json(j),
+                },
+                user_agent: s.user_agent,
+                task_id: s.task_id,
+                submitted_at: s.submitted_at,
+                solved_at: s.solved_at,
+                elapsed_ms: s.elapsed_ms,
+                polls: s.polls,
+                attempts: s.attempts,
+                expires_at: s.expires_at,
+            }),
+            wit::Output::Failed(f) => Output::Failed(failure(f)),
+        }
+    }
+}
+
+impl Engine for Wasm {
+    type Solve = ResourceAny;
+
+    fn create(
+        &mut self,
+        task_json: &str,
+        key: &str,
+        config: &captchaai_engine::Config,
+        now: u64,
+    ) -> Result<ResourceAny, Failure> {
+        self.key = ApiKey::new(key).ok();
+        self.instance.create(task_json, key, &config_to_wit(config), now).expect("no trap").map_err(failure)
+    }
+
+    fn restore(&mut self, snapshot: &str, key: &str) -> Result<ResourceAny, String> {
+        self.instance.restore(snapshot, key).expect("no trap").map_err(|e| format!("{e:?}"))
+    }
+
+    fn snapshot(&mut self, solve: &ResourceAny) -> String {
+        self.instance.snapshot(*solve).expect("no trap")
+    }
+
+    fn poll_output(&mut self, solve: &mut ResourceAny, now: u64) -> Result<Output, Misuse> {
+        let output = self.instance.poll_output(*solve, now).expect("no trap");
+        output.map(|o| self.output(o)).map_err(misuse)
+    }
+
+    fn handle_response(
+        &mut self,
+        solve: &mut ResourceAny,
+        now: u64,
+        id: u32,
+        status: u16,
+        body: &str,
+    ) -> Result<(), Misuse> {
+        let response = wit::HttpResponse { status, body: body.to_owned() };
+        self.instance.handle_response(*solve, now, id, &response).expect("no trap").map_err(misuse)
+    }
+
+    fn handle_transport_error(
+        &mut self,
+        solve: &mut ResourceAny,
+        now: u64,
+        id: u32,
+        error: TransportError,
+    ) -> Result<(), Misuse> {
+        let error = match error {
+            TransportError::Timeout => wit::TransportError::Timeout,
+            TransportError::Connect => wit::TransportError::Connect,
+            TransportError::Broken => wit::TransportError::Broken,
+        };
+        self.instance.handle_transport_error(*solve, now, id, error).expect("no trap").map_err(misuse)
+    }
+}
+
+#[test]
+fn every_vector_replays_identically_through_the_component() {
+    let host = EngineHost::load(&default_component_path(), None).expect("the component (run `cargo xtask component`)");
+    let mut wasm = Wasm { instance: host.instantiate(1 << 30).unwrap(), key: None };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    assert!(files.len() >= 80, "found {} vectors", files.len());
+    for path in files {
+        let vector = Vector::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let native = vectors::replay(&mut Native, &vector);
+        let through_wasm = vectors::replay(&mut wasm, &vector);
+        let text = |t: &[Json<'static>]| Json::Array(t.to_vec()).to_pretty();
+        assert_eq!(text(&through_wasm), text(&native), "{}: the .wasm and native transcripts differ", vector.name);
+        assert_eq!(
+            text(&through_wasm),
+            text(&vector.transcript),
+            "{}: differs from the stored transcript",
+            vector.name
+        );
+    }
+}
