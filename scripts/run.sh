@@ -8,12 +8,13 @@ source scripts/setup.sh
 
 cargo xtask component
 cargo build --release --quiet -p host-tests
-KEY="${CAPTCHAAI_KEY:-0123456789abcdef0123456789abcdef}"
+DEMO_KEY=0123456789abcdef0123456789abcdef
+KEY="${CAPTCHAAI_KEY:-$DEMO_KEY}"
 echo
-echo "Try it (in another shell):"
-echo "  curl -s -d key=\$CAPTCHAAI_KEY -d method=turnstile -d sitekey=0x4AAAAAAABkMYinukE8nzY \\"
-echo "       -d pageurl=https://example.com -d json=1 http://127.0.0.1:8099/in.php"
-echo "  curl -s -d key=\$CAPTCHAAI_KEY -d action=get -d id=<id> -d json=1 http://127.0.0.1:8099/res.php"
-echo "(the emulator accepts the key in CAPTCHAAI_KEY, default 0123456789abcdef0123456789abcdef)"
+echo "Try it (in another shell), solving through the engine component:"
+[ "$KEY" = "$DEMO_KEY" ] && echo "  export CAPTCHAAI_KEY=$DEMO_KEY"   # a real key is never printed
+echo "  target/release/host-tests solve --base-url http://127.0.0.1:${PORT:-8099} --time-scale 10 \\"
+echo "      --type turnstile --field sitekey=0x4AAAAAAABkMYinukE8nzY --field pageurl=https://example.com"
+echo "  target/release/host-tests threads --base-url http://127.0.0.1:${PORT:-8099} --time-scale 10"
 echo
 exec target/release/host-tests emulator --port "${PORT:-8099}" --time-scale 10 --key "$KEY:5"

@@ -9,8 +9,8 @@ echo "== format and lint"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-echo "== tests (engine, golden vectors, properties, emulator)"
-cargo test --workspace --quiet
-
 echo "== component: build, check imports and size"
 cargo xtask component
+
+echo "== tests (engine, golden vectors, properties; the .wasm in wasmtime; emulator; end to end)"
+cargo test --workspace --quiet

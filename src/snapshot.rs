@@ -14,15 +14,28 @@ pub const FORMAT: &str = "captchaai-engine/solve";
 /// The snapshot version this engine writes and reads.
 pub const VERSION: u64 = 1;
 
-pub(crate) fn write(task: &Task, config: &Config, state: &State) -> String {
-    Json::object([
+/// The snapshot text up to the state: `{"format":..,"version":1,"task":..,"config":..,"state":`.
+/// It never changes during a solve, so a solve computes it once.
+pub(crate) fn prefix(task: &Task, config: &Config) -> String {
+    let head = Json::object([
         ("format", Json::from(FORMAT)),
         ("version", VERSION.into()),
         ("task", task.to_json()),
         ("config", config.to_json()),
-        ("state", state.to_json()),
+        ("state", Json::Null),
     ])
-    .to_text()
+    .to_text();
+    head.strip_suffix("null}").map(str::to_owned).unwrap_or(head)
+}
+
+/// The whole snapshot: `prefix` (from [`prefix`]) followed by the state.
+pub(crate) fn write(prefix: &str, state: &State) -> String {
+    let state = state.to_json().to_text();
+    let mut out = String::with_capacity(prefix.len() + state.len() + 1);
+    out.push_str(prefix);
+    out.push_str(&state);
+    out.push('}');
+    out
 }
 
 pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {

@@ -57,6 +57,8 @@ struct Derived {
     submit_body: Option<http::FormBody>,
     /// The poll body for the current task id, built on first use.
     poll_body: Option<(String, http::FormBody)>,
+    /// The unchanging start of every snapshot, built on first use.
+    snapshot_prefix: std::cell::OnceCell<String>,
 }
 
 /// The whole in-flight state (what a snapshot holds besides the task and config).
@@ -259,14 +261,21 @@ impl Solve {
             http::FormWriter::new(&key, pairs.len()).encoded(&pairs).finish()
         });
         let url = |path: &str| [config.base_url.as_str(), path].concat();
-        let derived = Derived { submit_url: url(endpoint), res_url: url("/res.php"), submit_body, poll_body: None };
+        let derived = Derived {
+            submit_url: url(endpoint),
+            res_url: url("/res.php"),
+            submit_body,
+            poll_body: None,
+            snapshot_prefix: Default::default(),
+        };
         Solve { key, task, config, timings, derived, state }
     }
 
     /// The whole in-flight state as a small versioned JSON string, without the key. It does
     /// hold the task (with any proxy credentials and cookies in it).
     pub fn snapshot(&self) -> String {
-        snapshot::write(&self.task, &self.config, &self.state)
+        let prefix = self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config));
+        snapshot::write(prefix, &self.state)
     }
 
     pub fn task(&self) -> &Task {

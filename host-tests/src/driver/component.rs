@@ -32,6 +32,10 @@ pub fn default_component_path() -> PathBuf {
     target.join("component/captchaai_engine.wasm")
 }
 
+/// Live resource handles allowed per store: every in-flight solve holds one (two while a call
+/// borrows it).
+pub const MAX_HANDLES: usize = 4_000_000;
+
 /// What loading the component cost.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadStats {
@@ -107,6 +111,8 @@ impl EngineHost {
     pub fn instantiate(&self, max_memory: usize) -> Result<EngineInstance> {
         let mut store = Store::new(&self.engine, HostState { max_memory, memory: 0 });
         store.limiter(|state| state);
+        // Every in-flight solve is a live handle; wasmtime's default cap is 100,000 per store.
+        store.set_max_component_handles(MAX_HANDLES);
         let api = self.pre.instantiate(&mut store)?;
         Ok(EngineInstance { store, api })
     }

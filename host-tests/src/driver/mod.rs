@@ -278,9 +278,11 @@ impl Runner {
     fn retrying<T>(&self, engines: &mut Engines, mut f: impl FnMut(&mut Engines) -> wasmtime::Result<T>) -> Result<T> {
         match f(engines) {
             Ok(value) => Ok(value),
-            Err(_trap) => {
-                self.recover(engines)?;
-                f(engines).map_err(anyhow::Error::from).context("the engine trapped again on a fresh instance")
+            Err(trap) => {
+                self.recover(engines).with_context(|| format!("recovering from: {trap:#}"))?;
+                f(engines)
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("the engine trapped again on a fresh instance (first: {trap:#})"))
             }
         }
     }

@@ -1,0 +1,209 @@
+//! Load benchmark: many concurrent in-flight solves through the engine component in one process,
+//! against the emulator (time-scaled). Reports engine CPU per solve through the component,
+//! engine memory per in-flight solve, instantiation time, and component load time cold vs cached.
+//!
+//! `cargo run --release -p host-tests --bin bench -- --solves 100000`
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use host_tests::driver::{Clock, Config, EngineHost, Runner, RunnerOptions, default_component_path};
+use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig};
+
+#[derive(Parser)]
+struct Args {
+    /// Solves started at once.
+    #[arg(long, default_value_t = 100_000)]
+    solves: usize,
+    /// Time runs this many times faster (engine clock and emulator alike).
+    #[arg(long, default_value_t = 2.0)]
+    time_scale: f64,
+    /// Emulator solve time range, virtual ms (Turnstile: first poll at 10 s, then every 5 s).
+    #[arg(long, default_value_t = 21_000)]
+    solve_ms_min: u64,
+    #[arg(long, default_value_t = 24_000)]
+    solve_ms_max: u64,
+    /// HTTP requests in flight at once.
+    #[arg(long, default_value_t = 512)]
+    max_in_flight: usize,
+    /// Keep snapshots before every wait (trap recovery); off measures the engine alone.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    checkpoints: bool,
+}
+
+const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let wasm = default_component_path();
+    let cache = std::env::temp_dir().join(format!("captchaai-bench-cache-{}", std::process::id()));
+
+    let cold = EngineHost::load(&wasm, Some(&cache)).context("load the component (cargo xtask component)")?;
+    let cached = EngineHost::load(&wasm, Some(&cache))?;
+    if !cold.load.compiled || cached.load.compiled {
+        bail!("the cache did not work as expected");
+    }
+    println!(
+        "component load: cold (compile) {:.1} ms, cached (deserialize) {:.2} ms",
+        ms(cold.load.duration),
+        ms(cached.load.duration)
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+
+    let rounds = 200;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        drop(cached.instantiate(64 << 20)?);
+    }
+    println!("instantiation (store + instance): {:.1} µs", started.elapsed().as_secs_f64() * 1e6 / rounds as f64);
+
+    canned(&cached)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(load(cached, &args))
+}
+
+async fn load(host: EngineHost, args: &Args) -> Result<()> {
+    let emulator = Emulator::start(
+        EmulatorConfig::default()
+            .with_time_scale(args.time_scale)
+            .with_account(KEY, u32::try_from(args.solves + 10)?)
+            .with_solve_time(CaptchaKind::Turnstile, args.solve_ms_min, args.solve_ms_max)
+            .with_retention_ms(3_600_000),
+    )
+    .await?;
+    let clock = Clock::scaled(args.time_scale);
+    let mut options = RunnerOptions::new(clock, args.max_in_flight);
+    options.checkpoints = args.checkpoints;
+    let runner = Arc::new(Runner::new(host, options)?);
+    let baseline = runner.memory().0;
+    let config = Config {
+        base_url: Some(emulator.base_url()),
+        request_timeout_ms: None,
+        deadline_ms: Some(600_000),
+        initial_wait_ms: None,
+        poll_interval_ms: None,
+        max_submit_retries: None,
+        max_poll_errors: None,
+        unsolvable_retries: None,
+        jitter_seed: None,
+        max_jitter_ms: None,
+    };
+    let task =
+        r#"{"type":"turnstile","sitekey":"0x4AAAAAAABkMYinukE8nzY","pageurl":"https://portal.example.com/export"}"#;
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(args.solves);
+    for _ in 0..args.solves {
+        let (runner, config, done) = (runner.clone(), config.clone(), done.clone());
+        handles.push(tokio::spawn(async move {
+            let report = runner.solve(task, KEY, &config).await;
+            done.fetch_add(1, Ordering::Relaxed);
+            report
+        }));
+    }
+    // Sample the peak of solves in flight and the engine's memory then.
+    let (mut peak_solves, mut peak_memory) = (0, baseline);
+    while done.load(Ordering::Relaxed) < args.solves {
+        let (memory, in_flight) = runner.memory();
+        if in_flight > peak_solves {
+            (peak_solves, peak_memory) = (in_flight, memory);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut solved = 0;
+    let mut requests = 0u64;
+    for handle in handles {
+        let report = handle.await??;
+        requests += u64::from(report.requests);
+        solved += usize::from(report.outcome.is_ok());
+    }
+    let wall = started.elapsed();
+    let stats = runner.stats();
+    let per_solve = |ns: u64| ns as f64 / 1_000.0 / args.solves as f64;
+    println!(
+        "solves: {} started, {solved} solved, {requests} HTTP requests ({:.1} per solve), {:.1} s wall",
+        args.solves,
+        requests as f64 / args.solves as f64,
+        wall.as_secs_f64()
+    );
+    println!(
+        "engine time per solve through the component (inside engine calls, under load): {:.2} µs in {:.1} calls",
+        per_solve(stats.engine_ns),
+        stats.engine_calls as f64 / args.solves as f64
+    );
+    if args.checkpoints {
+        println!(
+            "checkpoint snapshots per solve: {:.1}, {:.2} µs",
+            stats.checkpoints as f64 / args.solves as f64,
+            per_solve(stats.checkpoint_ns)
+        );
+    }
+    println!(
+        "engine memory: peak {peak_solves} solves in flight, linear memory {:.1} MiB ({:.0} bytes per in-flight solve)",
+        peak_memory as f64 / (1 << 20) as f64,
+        (peak_memory - baseline) as f64 / peak_solves.max(1) as f64
+    );
+    Ok(())
+}
+
+/// A full solve through the component with canned replies and no IO (the native criterion
+/// bench's scenario): submit, three not-ready polls, the answer.
+fn canned(host: &EngineHost) -> Result<()> {
+    use host_tests::driver::{HttpResponse, Output};
+    let mut instance = host.instantiate(64 << 20)?;
+    let task = r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://portal.example.com/export"}"#;
+    let replies = [
+        r#"{"status":1,"request":73846221}"#,
+        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
+        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
+        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
+        r#"{"status":1,"request":"03AGdBq24PBCbwiDRaS_MJ7Zxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
+    ];
+    let config = Config {
+        base_url: None,
+        request_timeout_ms: None,
+        deadline_ms: None,
+        initial_wait_ms: None,
+        poll_interval_ms: None,
+        max_submit_retries: None,
+        max_poll_errors: None,
+        unsolvable_retries: None,
+        jitter_seed: None,
+        max_jitter_ms: None,
+    };
+    let rounds: usize = std::env::var("CANNED_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20_000);
+    let mut calls = 0;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let solve = instance.create(task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
+        let mut now = 0;
+        let mut replies = replies.iter();
+        loop {
+            calls += 1;
+            match instance.poll_output(solve, now)?.map_err(|m| anyhow::anyhow!("{m:?}"))? {
+                Output::Send(request) => {
+                    let body = replies.next().context("script")?.to_string();
+                    calls += 1;
+                    instance
+                        .handle_response(solve, now, request.id, &HttpResponse { status: 200, body })?
+                        .map_err(|m| anyhow::anyhow!("{m:?}"))?;
+                }
+                Output::WaitUntil(t) => now = t,
+                Output::Solved(_) => break,
+                Output::Failed(f) => bail!("{}", f.message),
+            }
+        }
+        instance.drop_solve(solve)?;
+    }
+    let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!("full solve through the component, canned replies: {per:.2} µs ({} calls)", calls / rounds + 1);
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
+}
