@@ -43,7 +43,7 @@ mod task;
 mod text;
 pub mod vectors;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(feature = "component", target_arch = "wasm32"))]
 mod component;
 
 pub use codes::Class;

@@ -32,6 +32,8 @@ fn component() -> Result<()> {
             "--lib",
             "-p",
             "captchaai-engine",
+            "--features",
+            "component",
             "--target",
             "wasm32-unknown-unknown",
             "--profile",
@@ -74,6 +76,10 @@ fn component() -> Result<()> {
         bail!("the component imports {imports:?}; it must import nothing");
     }
     println!("imports: none");
+    let exports: Vec<String> = world.exports.keys().map(|k| resolve.name_world_key(k)).collect();
+    if !exports.iter().any(|e| e.starts_with("captchaai:engine/engine")) {
+        bail!("the component does not export the engine interface (exports: {exports:?}); was it built with `--features component`?");
+    }
     println!(
         "component: {} ({} bytes, {:.1} KiB; budget {} KiB)",
         out.display(),

@@ -1,0 +1,26 @@
+//! The CaptchaAI edge gateway: a Spin HTTP component that keeps the CaptchaAI key at the edge and
+//! gives every client the same long-poll solving API and error classes.
+//!
+//! Every protocol decision is the engine's (`captchaai-engine`): this crate moves bytes between
+//! clients, the engine, CaptchaAI and Spin's key-value store, and sleeps when the engine says so.
+//!
+//! Routes (all `/v1` routes need `Authorization: Bearer <token>`; see `openapi.json`):
+//! - `POST /v1/solve[?wait=S]`: start a solve from a task JSON body; 200 with the solution if it
+//!   is solved within the wait, else 202 with an id and `Retry-After`.
+//! - `GET /v1/solve/{id}[?wait=S]`: continue that solve from its snapshot; same answers. A solved
+//!   token is handed out once; later calls get 410.
+//! - `GET /v1/threads`: the plan's threads and how many are busy.
+//! - `GET /healthz`: liveness, no auth.
+
+mod api;
+mod drive;
+mod settings;
+mod store;
+mod upstream;
+
+use spin_sdk::http::Request;
+
+#[spin_sdk::http_service]
+async fn handle(request: Request) -> anyhow::Result<http::Response<spin_sdk::http::FullBody<bytes::Bytes>>> {
+    Ok(api::handle(request).await)
+}

@@ -1,0 +1,43 @@
+//! Deployment settings from Spin variables (see spin.toml). Values are secrets where marked and
+//! are never logged.
+
+use captchaai_engine::Config;
+
+/// The wait a client gets when it asks for none, seconds.
+pub const DEFAULT_WAIT_S: u64 = 4;
+/// The longest wait a request may ask for, seconds (hosted Spin caps a request at 10 s on Fermyon
+/// Cloud and 30 s on Akamai Functions; a request lasts at most wait + the upstream timeout).
+pub const MAX_WAIT_S: u64 = 25;
+/// The largest request body accepted (an image task is at most ~1.4 MB of base64).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// Upstream request timeout, ms, unless the `upstream_timeout_ms` variable says otherwise.
+const DEFAULT_UPSTREAM_TIMEOUT_MS: u64 = 5_000;
+
+/// What the gateway needs from its variables.
+pub struct Settings {
+    /// The CaptchaAI key (secret).
+    pub api_key: String,
+    /// Client access tokens (secret), from the comma-separated `client_tokens` variable.
+    pub client_tokens: Vec<String>,
+    /// The engine config for every solve: base URL and upstream timeout.
+    pub config: Config,
+}
+
+impl Settings {
+    /// Reads the variables. A missing required variable is a deployment error (500).
+    pub async fn load() -> anyhow::Result<Settings> {
+        let var = |name: &'static str| async move { spin_sdk::variables::get(name).await };
+        let api_key = var("captchaai_key").await.map_err(|_| anyhow::anyhow!("variable captchaai_key is not set"))?;
+        let tokens = var("client_tokens").await.map_err(|_| anyhow::anyhow!("variable client_tokens is not set"))?;
+        let client_tokens: Vec<String> =
+            tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+        let base_url = var("api_base").await.unwrap_or_else(|_| captchaai_engine::DEFAULT_BASE_URL.to_owned());
+        let timeout = var("upstream_timeout_ms").await.ok().and_then(|t| t.trim().parse().ok());
+        let config = Config {
+            base_url,
+            request_timeout_ms: timeout.unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS),
+            ..Config::default()
+        };
+        Ok(Settings { api_key, client_tokens, config })
+    }
+}

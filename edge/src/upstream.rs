@@ -1,0 +1,62 @@
+//! Sends the engine's requests to CaptchaAI through Spin's outbound HTTP, with the engine's timeout.
+
+use std::pin::pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use captchaai_engine::{Body, HttpRequest, TransportError};
+use futures::future::{Either, select};
+use spin_sdk::http::body::IncomingBodyExt;
+use spin_sdk::http::FullBody;
+use spin_sdk::wasip3::http::types::ErrorCode;
+
+/// A reply as received: status and body bytes.
+pub struct Reply {
+    pub status: u16,
+    pub body: Bytes,
+}
+
+/// Sends `request` exactly as the engine built it.
+pub async fn send(request: &HttpRequest) -> Result<Reply, TransportError> {
+    let body = Bytes::copy_from_slice(match &request.body {
+        Body::Form(text) => text.as_bytes(),
+        Body::Multipart(bytes) => bytes,
+    });
+    let outbound = http::Request::builder()
+        .method(request.method)
+        .uri(&request.url)
+        .header(http::header::CONTENT_TYPE, request.content_type.as_ref())
+        .body(FullBody::new(body))
+        .map_err(|_| TransportError::Connect)?;
+    let exchange = pin!(async {
+        let response = spin_sdk::http::send(outbound).await.map_err(classify)?;
+        let status = response.status().as_u16();
+        let body = response.into_body().bytes().await.map_err(|_| TransportError::Broken)?;
+        Ok(Reply { status, body })
+    });
+    let timeout = pin!(spin_sdk::time::sleep(Duration::from_millis(request.timeout_ms)));
+    match select(exchange, timeout).await {
+        Either::Left((result, _)) => result,
+        Either::Right(_) => Err(TransportError::Timeout),
+    }
+}
+
+/// Maps wasi-http errors to the engine's transport errors: nothing sent vs maybe sent.
+fn classify(code: ErrorCode) -> TransportError {
+    match code {
+        ErrorCode::DnsTimeout
+        | ErrorCode::DnsError(_)
+        | ErrorCode::DestinationNotFound
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::DestinationIpProhibited
+        | ErrorCode::DestinationIpUnroutable
+        | ErrorCode::ConnectionRefused
+        | ErrorCode::ConnectionTimeout
+        | ErrorCode::TlsProtocolError
+        | ErrorCode::TlsCertificateError
+        | ErrorCode::HttpRequestDenied
+        | ErrorCode::HttpRequestUriInvalid => TransportError::Connect,
+        ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => TransportError::Timeout,
+        _ => TransportError::Broken,
+    }
+}
