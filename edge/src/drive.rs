@@ -19,14 +19,16 @@ pub fn now_ms() -> u64 {
 }
 
 /// Runs `solve` until it ends, or until no step can start before `wait_until` (epoch ms). An
-/// upstream request is only started before `wait_until`, so the caller answers by `wait_until` +
-/// the upstream timeout. `may_send` is asked before every upstream request (the lease check); if
-/// it says no, the solve is left as it was before that step.
+/// upstream request is only started before `wait_until` (the first one that is due may always
+/// start, so even `wait=0` makes progress), so the caller answers by `wait_until` + the upstream
+/// timeout. `may_send` is asked before every upstream request (the lease check); if it says no,
+/// the solve is left as it was before that step.
 pub async fn run<F, Fut>(solve: &mut Solve, wait_until: u64, mut may_send: F) -> anyhow::Result<Progress>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<bool>>,
 {
+    let mut sent = false;
     loop {
         // The state before this step: what to keep if the step must not run now.
         let before = solve.snapshot();
@@ -39,11 +41,14 @@ where
                 spin_sdk::time::sleep(std::time::Duration::from_millis(at.saturating_sub(now))).await;
             }
             Output::WaitUntil(at) => return Ok(Progress::Pending { snapshot: before, retry_after_ms: at - now }),
-            Output::Send(_) if now >= wait_until => return Ok(Progress::Pending { snapshot: before, retry_after_ms: 0 }),
+            Output::Send(_) if sent && now >= wait_until => {
+                return Ok(Progress::Pending { snapshot: before, retry_after_ms: 0 });
+            }
             Output::Send(request) => {
                 if !may_send().await? {
                     return Ok(Progress::Pending { snapshot: before, retry_after_ms: 1_000 });
                 }
+                sent = true;
                 let fed = match upstream::send(&request).await {
                     Ok(reply) => solve.handle_response(now_ms(), request.id, reply.status, &reply.body),
                     Err(error) => solve.handle_transport_error(now_ms(), request.id, error),
