@@ -39,9 +39,8 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
-    let param = |name: &str| {
-        form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
-    };
+    let param =
+        |name: &str| form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
 
     if let Some(key) = path.strip_prefix("/kv/") {
         let key = percent_decode(key);
@@ -101,7 +100,10 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
         }
         (&Method::POST, "/echo") => {
             let body = req.into_body().bytes().await?;
-            Ok(json(StatusCode::OK, serde_json::json!({ "len": body.len(), "fnv1a": format!("{:016x}", fnv1a(&body)) })))
+            Ok(json(
+                StatusCode::OK,
+                serde_json::json!({ "len": body.len(), "fnv1a": format!("{:016x}", fnv1a(&body)) }),
+            ))
         }
         (&Method::GET, "/big") => {
             let n = param("n").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0).min(16 << 20);
@@ -144,10 +146,9 @@ async fn kv_item(method: &Method, key: &str, req: Request) -> anyhow::Result<Ans
             Ok(json(StatusCode::OK, serde_json::json!({ "ok": true })))
         }
         Method::GET => Ok(match store.get(key).await? {
-            Some(v) => json(
-                StatusCode::OK,
-                serde_json::json!({ "value": String::from_utf8_lossy(&v), "len": v.len() }),
-            ),
+            Some(v) => {
+                json(StatusCode::OK, serde_json::json!({ "value": String::from_utf8_lossy(&v), "len": v.len() }))
+            }
             None => json(StatusCode::OK, serde_json::json!({ "value": null })),
         }),
         Method::DELETE => {

@@ -1,5 +1,6 @@
 //! Test host for the CaptchaAI engine: the reference wasmtime driver ([`driver`]), the CaptchaAI
-//! emulator ([`emulator`]) and the CLI ([`cli`]) behind the `host-tests` binary.
+//! emulator ([`emulator`]), the local Spin host ([`serve`]) and the CLI ([`cli`]) behind the
+//! `host-tests` binary.
 
 #![warn(missing_docs)]
 
@@ -7,3 +8,4 @@ pub mod cli;
 #[allow(missing_docs)]
 pub mod driver;
 pub mod emulator;
+pub mod serve;

@@ -78,7 +78,9 @@ fn component() -> Result<()> {
     println!("imports: none");
     let exports: Vec<String> = world.exports.keys().map(|k| resolve.name_world_key(k)).collect();
     if !exports.iter().any(|e| e.starts_with("captchaai:engine/engine")) {
-        bail!("the component does not export the engine interface (exports: {exports:?}); was it built with `--features component`?");
+        bail!(
+            "the component does not export the engine interface (exports: {exports:?}); was it built with `--features component`?"
+        );
     }
     println!(
         "component: {} ({} bytes, {:.1} KiB; budget {} KiB)",

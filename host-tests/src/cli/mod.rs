@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod emulator;
+pub mod serve;
 pub mod solve;
 
 /// `host-tests`: CaptchaAI engine test host.
@@ -25,6 +26,9 @@ pub enum Command {
     Solve(solve::SolveArgs),
     /// Show the plan's threads and how many are busy; key from CAPTCHAAI_KEY.
     Threads(solve::ThreadsArgs),
+    /// Serve a spin-sdk 7 HTTP component the way Spin would (variables, key-value,
+    /// allowed_outbound_hosts) until SIGINT/SIGTERM.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs a parsed command line. Errors never contain API keys.
@@ -33,5 +37,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Emulator(args) => emulator::run(args).await,
         Command::Solve(args) => solve::solve(args).await,
         Command::Threads(args) => solve::threads(args).await,
+        Command::Serve(args) => serve::run(args).await,
     }
 }

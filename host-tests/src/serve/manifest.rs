@@ -47,8 +47,8 @@ impl std::fmt::Debug for AppVariable {
     }
 }
 
-/// One `[component.NAME]` table (the fields `serve` uses).
-#[derive(Clone, Debug, Default, Deserialize)]
+/// One `[component.NAME]` table (the fields `serve` uses). `Debug` shows variable names only.
+#[derive(Clone, Default, Deserialize)]
 pub struct ManifestComponent {
     /// `source`, when it is a local path (relative to the manifest).
     #[serde(default)]
@@ -62,6 +62,17 @@ pub struct ManifestComponent {
     /// `[component.NAME.variables]`: component variable → template over application variables.
     #[serde(default)]
     pub variables: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ManifestComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManifestComponent")
+            .field("source", &self.source)
+            .field("allowed_outbound_hosts", &self.allowed_outbound_hosts)
+            .field("key_value_stores", &self.key_value_stores)
+            .field("variables", &self.variables.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 #[derive(Deserialize)]
@@ -177,8 +188,8 @@ impl Manifest {
         let lookup = |name: &str| app.get(name).cloned();
         let mut variables = BTreeMap::new();
         for (name, template) in &comp.variables {
-            let value = expand_template(template, lookup)
-                .with_context(|| format!("[component.{id}.variables] {name}"))?;
+            let value =
+                expand_template(template, lookup).with_context(|| format!("[component.{id}.variables] {name}"))?;
             variables.insert(name.clone(), value);
         }
         let allowed_outbound_hosts = comp

@@ -66,6 +66,10 @@ impl AllowedHosts {
         let mut out = AllowedHosts::default();
         for entry in entries {
             let entry = entry.as_ref().trim();
+            if entry.contains('@') {
+                // Possibly `user:password@host`: do not echo it.
+                anyhow::bail!("allowed outbound hosts must not contain credentials ('@')");
+            }
             let rule = parse_rule(entry).map_err(|why| anyhow::anyhow!("allowed outbound host {entry:?}: {why}"))?;
             out.rules.push(rule);
             out.raw.push(entry.to_owned());
@@ -143,7 +147,7 @@ fn parse_rule(entry: &str) -> Result<Rule, String> {
             return Err("invalid wildcard host".into());
         }
         HostPattern::Subdomain(format!(".{}", domain.to_ascii_lowercase()))
-    } else if host.is_empty() || host.contains('*') || host.contains('@') {
+    } else if host.is_empty() || host.contains('*') {
         return Err("invalid host".into());
     } else {
         HostPattern::Exact(normalize_host(host))
@@ -182,8 +186,12 @@ pub(crate) struct OutboundHooks {
 }
 
 type SendFuture = Box<
-    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError>>
-        + Send,
+    dyn Future<
+            Output = Result<
+                (http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>),
+                HttpError,
+            >,
+        > + Send,
 >;
 
 impl WasiHttpHooks for OutboundHooks {
@@ -260,6 +268,7 @@ mod tests {
             "self",
             "http://10.0.0.0/8",
             "https://ex*ample.com",
+            "https://user:pw@example.com",
         ] {
             assert!(AllowedHosts::parse(&[bad]).is_err(), "{bad}");
         }

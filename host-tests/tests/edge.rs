@@ -1,0 +1,393 @@
+//! The Spin edge app over real HTTP: the built component (edge/) served by `host_tests::serve`
+//! in front of the emulator, every response checked against edge/openapi.json.
+//!
+//! The component runs on real time (WASI clocks), so solves take the engine's real waits; the
+//! scenarios run concurrently to keep the whole file around half a minute.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use host_tests::emulator::{Emulator, EmulatorConfig, Fault};
+use host_tests::serve::{KvBackend, ServeConfig, Server};
+use support::openapi::OpenApi;
+
+const KEY: &str = "0123456789abcdef0123456789abcdef";
+const NO_PLAN_KEY: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const TOKEN: &str = "test-client-token-7f3a9c1e5b2d";
+const GOOGLEKEY: &str = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-";
+const PAGE: &str = "https://portal.example.com/export";
+
+fn edge_wasm() -> PathBuf {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../edge/target/wasm32-wasip2/release/captchaai_edge.wasm");
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `cargo build --manifest-path edge/Cargo.toml --target wasm32-wasip2 --release`",
+        path.display()
+    );
+    path
+}
+
+/// The emulator (real time; short solve times) and the edge app in front of it.
+struct Stack {
+    emulator: Emulator,
+    server: Server,
+    client: Client<HttpConnector, Full<Bytes>>,
+    openapi: OpenApi,
+}
+
+/// A response: status, headers, JSON body.
+struct Reply {
+    status: u16,
+    headers: hyper::HeaderMap,
+    body: Value,
+}
+
+impl Stack {
+    async fn start(key: &str) -> Stack {
+        let emulator = Emulator::start(
+            EmulatorConfig::default()
+                .with_seed(11)
+                .with_account(KEY, 50)
+                .with_account_without_plan(NO_PLAN_KEY, 5)
+                .with_all_solve_times(500, 3_000)
+                .with_unsolvable_sitekey("0x4AAAAAAAUnsolvableSitekey"),
+        )
+        .await
+        .unwrap();
+        let mut config = ServeConfig::new(edge_wasm());
+        config.listen = "127.0.0.1:0".parse().unwrap();
+        config.manifest = Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml"));
+        config.env.clear();
+        config.variables.insert("captchaai_key".into(), key.into());
+        config.variables.insert("client_tokens".into(), format!("another-token-1234567,{TOKEN}"));
+        config.variables.insert("api_base".into(), emulator.base_url());
+        config.kv = KvBackend::Memory;
+        config.inherit_stdio = false;
+        let server = Server::start(config).await.unwrap();
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        Stack { emulator, server, client, openapi: OpenApi::load() }
+    }
+
+    async fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Vec<u8>>) -> Reply {
+        let mut request = hyper::Request::builder().method(method).uri(format!("{}{path}", self.server.url()));
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).unwrap();
+        let response =
+            tokio::time::timeout(Duration::from_secs(60), self.client.request(request)).await.unwrap().unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body: Value =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
+        let template = path.split('?').next().unwrap_or(path);
+        self.openapi.check(method, template, status, &body);
+        Reply { status, headers, body }
+    }
+
+    async fn post(&self, task: &Value, wait: u64) -> Reply {
+        self.call("POST", &format!("/v1/solve?wait={wait}"), Some(TOKEN), Some(task.to_string().into_bytes())).await
+    }
+
+    async fn get(&self, id: &str, wait: u64) -> Reply {
+        self.call("GET", &format!("/v1/solve/{id}?wait={wait}"), Some(TOKEN), None).await
+    }
+
+    /// Posts, then long-polls until the solve ends.
+    async fn solve(&self, task: &Value) -> Reply {
+        let mut reply = self.post(task, 25).await;
+        for _ in 0..20 {
+            if reply.status != 202 {
+                return reply;
+            }
+            let id = reply.body["id"].as_str().unwrap().to_owned();
+            reply = self.get(&id, 25).await;
+        }
+        panic!("no answer after 20 long polls");
+    }
+
+    fn upstream_requests(&self) -> usize {
+        self.emulator.requests().len()
+    }
+}
+
+fn image() -> String {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x40\0\0\0\x40".to_vec();
+    bytes.resize(200, 9);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn tasks() -> Vec<Value> {
+    let img = image();
+    let proxy = ("user:pass@203.0.113.7:3128", "HTTP");
+    vec![
+        json!({"type": "recaptcha_v2", "sitekey": GOOGLEKEY, "pageurl": PAGE}),
+        json!({"type": "recaptcha_v2_enterprise", "sitekey": GOOGLEKEY, "pageurl": PAGE}),
+        json!({"type": "recaptcha_v3", "sitekey": GOOGLEKEY, "pageurl": PAGE, "action": "verify", "min_score": 0.3}),
+        json!({"type": "recaptcha_v3_enterprise", "sitekey": GOOGLEKEY, "pageurl": PAGE, "action": "login"}),
+        json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}),
+        json!({"type": "cloudflare_challenge", "pageurl": PAGE, "proxy": proxy.0, "proxytype": proxy.1}),
+        json!({"type": "geetest_v3", "gt": "81388ea1fc187e0c335c0a8907ff2625", "challenge": "12345678abc90123d45678ef90123a456b", "pageurl": PAGE}),
+        json!({"type": "geetest_v4", "captcha_id": "e392e1d7fd421dc63325744d5a2b9c73", "pageurl": PAGE}),
+        json!({"type": "captchafox", "sitekey": "sk_11111111111111111111", "pageurl": PAGE, "proxy": proxy.0, "proxytype": proxy.1}),
+        json!({"type": "friendly_captcha", "sitekey": "FCMGEMUD2KTDSQ5H", "pageurl": PAGE}),
+        json!({"type": "lemin", "captcha_id": "CROPPED_3dfdd5c_d1872b526b794d83", "div_id": "lemin-cropped-captcha", "pageurl": PAGE}),
+        json!({"type": "image", "image": img, "numeric": 1}),
+        json!({"type": "image", "image": img, "upload": "multipart"}),
+        json!({"type": "grid", "image": img, "instructions": "buses"}),
+        json!({"type": "bls", "instructions": "664", "images": vec![img.clone(); 9]}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_captcha_type_is_solved_through_the_api() {
+    let stack = Arc::new(Stack::start(KEY).await);
+    let mut handles = Vec::new();
+    for task in tasks() {
+        let stack = stack.clone();
+        handles.push(tokio::spawn(async move { (task.clone(), stack.solve(&task).await) }));
+    }
+    for handle in handles {
+        let (task, reply) = handle.await.unwrap();
+        assert_eq!(reply.status, 200, "{}: {}", task["type"], reply.body);
+        assert_eq!(reply.body["status"], "solved");
+        assert!(!reply.body["answer"].is_null());
+        // A solved token is handed out once.
+        let id = reply.body["id"].as_str().unwrap();
+        let again = stack.get(id, 0).await;
+        assert_eq!((again.status, again.body["code"].as_str()), (410, Some("ALREADY_DELIVERED")));
+    }
+    check_upstream(&stack.emulator);
+}
+
+/// The key only ever travels in POST bodies, and no task is polled faster than every 5 s.
+fn check_upstream(emulator: &Emulator) {
+    let mut last = std::collections::HashMap::new();
+    for r in emulator.requests() {
+        assert!(!r.key_in_url && !r.key_in_headers && r.method == "POST", "{} {}", r.method, r.path);
+        if let Some(id) = &r.polled_id
+            && let Some(previous) = last.insert(id.clone(), r.at_ms)
+        {
+            assert!(r.at_ms + 50 >= previous + 5_000, "task {id} polled {} ms after the last poll", r.at_ms - previous);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polling_continues_the_same_solve_without_polling_faster() {
+    let stack = Arc::new(Stack::start(KEY).await);
+    let task = json!({"type": "recaptcha_v2", "sitekey": GOOGLEKEY, "pageurl": PAGE});
+    let started = stack.post(&task, 0).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    let id = started.body["id"].as_str().unwrap().to_owned();
+    let retry: u64 = started.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=16).contains(&retry), "Retry-After {retry}");
+    assert_eq!(started.headers["location"], format!("/v1/solve/{id}").as_str());
+    assert_eq!(stack.upstream_requests(), 1, "only the submit went out");
+
+    // Impatient clients hammering the id: no upstream poll before the engine allows one.
+    let before = stack.upstream_requests();
+    for _ in 0..10 {
+        let reply = stack.get(&id, 0).await;
+        assert_eq!(reply.status, 202);
+    }
+    assert_eq!(stack.upstream_requests(), before, "no poll before the first wait is over");
+
+    // Concurrent clients on the same id: exactly one gets the token.
+    let mut handles = Vec::new();
+    for _ in 0..3 {
+        let (stack, id) = (stack.clone(), id.clone());
+        handles.push(tokio::spawn(async move { stack.get(&id, 25).await }));
+    }
+    let mut statuses = Vec::new();
+    for handle in handles {
+        statuses.push(handle.await.unwrap().status);
+    }
+    statuses.sort();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| matches!(s, 200 | 202 | 410)), "{statuses:?}");
+    check_upstream(&stack.emulator);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_faults_map_to_documented_statuses() {
+    let stack = Arc::new(Stack::start(KEY).await);
+    let turnstile = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE});
+
+    stack.emulator.force_next(1, Fault::Code("ERROR_BAD_TOKEN_OR_PAGEURL".into()));
+    let refused = stack.post(&turnstile, 5).await;
+    assert_eq!(
+        (refused.status, refused.body["code"].as_str(), refused.body["class"].as_str()),
+        (422, Some("ERROR_BAD_TOKEN_OR_PAGEURL"), Some("permanent"))
+    );
+
+    stack.emulator.force_next(1, Fault::Code("IP_BANNED".into()));
+    let banned = stack.post(&turnstile, 5).await;
+    assert_eq!((banned.status, banned.body["retry_after_s"].as_u64()), (422, Some(300)));
+    assert_eq!(banned.headers["retry-after"], "300");
+
+    // A transient reply is retried inside the engine and the solve still succeeds.
+    stack.emulator.force_next(1, Fault::Html502);
+    assert_eq!(stack.solve(&turnstile).await.status, 200);
+
+    // Unsolvable: one fresh task, then 422 with class unsolvable, repeated on later calls.
+    let unsolvable =
+        stack.solve(&json!({"type": "turnstile", "sitekey": "0x4AAAAAAAUnsolvableSitekey", "pageurl": PAGE})).await;
+    assert_eq!((unsolvable.status, unsolvable.body["class"].as_str()), (422, Some("unsolvable")));
+    let id = unsolvable.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(stack.get(&id, 0).await.body["code"], "ERROR_CAPTCHA_UNSOLVABLE");
+
+    // A transient failure of the account call: 503 with Retry-After.
+    stack.emulator.force_next(1, Fault::Html502);
+    let threads = stack.call("GET", "/v1/threads", Some(TOKEN), None).await;
+    assert_eq!((threads.status, threads.body["class"].as_str()), (503, Some("transient")));
+    assert!(threads.headers.contains_key("retry-after"));
+    let threads = stack.call("GET", "/v1/threads", Some(TOKEN), None).await;
+    assert_eq!((threads.status, threads.body["threads"].as_u64()), (200, Some(50)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_active_plan_is_permanent() {
+    let stack = Stack::start(NO_PLAN_KEY).await;
+    let reply =
+        stack.post(&json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}), 5).await;
+    assert_eq!(
+        (reply.status, reply.body["code"].as_str(), reply.body["class"].as_str()),
+        (422, Some("ERROR_ZERO_BALANCE"), Some("permanent"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_rejected_at_the_edge_never_reach_the_upstream() {
+    let stack = Stack::start(KEY).await;
+    let health = stack.call("GET", "/healthz", None, None).await;
+    assert_eq!(health.status, 200);
+    let valid =
+        json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string().into_bytes();
+
+    for token in [None, Some("wrong-token"), Some(""), Some("test-client-token-7f3a9c1e5b2")] {
+        let reply = stack.call("POST", "/v1/solve", token, Some(valid.clone())).await;
+        assert_eq!((reply.status, reply.body["code"].as_str()), (401, Some("UNAUTHORIZED")), "{token:?}");
+        assert_eq!(reply.headers["www-authenticate"], "Bearer");
+    }
+    // (method, path, body, expected status, the field an error must name)
+    type Case<'a> = (&'a str, String, Option<Vec<u8>>, u16, Option<&'a str>);
+    let cases: Vec<Case> = vec![
+        ("POST", "/v1/solve".into(), Some(b"{not json".to_vec()), 400, None),
+        ("POST", "/v1/solve".into(), Some(b"".to_vec()), 400, None),
+        (
+            "POST",
+            "/v1/solve".into(),
+            Some(json!({"type": "turnstile", "pageurl": PAGE}).to_string().into_bytes()),
+            400,
+            Some("sitekey"),
+        ),
+        (
+            "POST",
+            "/v1/solve".into(),
+            Some(json!({"type": "hcaptcha", "sitekey": "x", "pageurl": PAGE}).to_string().into_bytes()),
+            400,
+            Some("type"),
+        ),
+        (
+            "POST",
+            "/v1/solve".into(),
+            Some(
+                json!({"type": "turnstile", "sitekey": "0x4AAA", "pageurl": PAGE, "extra": {"key": "x"}})
+                    .to_string()
+                    .into_bytes(),
+            ),
+            400,
+            Some("extra.key"),
+        ),
+        ("POST", "/v1/solve?wait=99".into(), Some(valid.clone()), 400, Some("wait")),
+        ("POST", "/v1/solve".into(), Some(vec![b' '; 3 * 1024 * 1024]), 413, None),
+        ("GET", "/v1/solve".into(), None, 405, None),
+        ("DELETE", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 405, None),
+        ("GET", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 404, None),
+        ("GET", "/v1/solve/..%2F..%2Fetc%2Fpasswd".into(), None, 404, None),
+        ("GET", "/v1/solve/0123456789ABCDEF0123456789ABCDEF".into(), None, 404, None),
+        ("GET", "/v1/solve/0123456789abcdef0123456789abcdef0".into(), None, 404, None),
+        ("GET", "/v1/nothing".into(), None, 404, None),
+    ];
+    for (method, path, body, status, field) in cases {
+        let reply = stack.call(method, &path, Some(TOKEN), body).await;
+        assert_eq!(reply.status, status, "{method} {path}: {}", reply.body);
+        if let Some(field) = field {
+            assert_eq!(reply.body["field"].as_str(), Some(field), "{method} {path}");
+        }
+    }
+    assert_eq!(stack.upstream_requests(), 0, "nothing rejected at the edge was sent upstream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_log_never_shows_the_key_tokens_or_answers() {
+    let emulator =
+        Emulator::start(EmulatorConfig::default().with_account(KEY, 5).with_all_solve_times(500, 1_000)).await.unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_host-tests"))
+        .args(["serve", "--component"])
+        .arg(edge_wasm())
+        .args(["--listen", "127.0.0.1:0", "--manifest"])
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml"))
+        .env("SPIN_VARIABLE_CAPTCHAAI_KEY", KEY)
+        .env("SPIN_VARIABLE_CLIENT_TOKENS", TOKEN)
+        .env("SPIN_VARIABLE_API_BASE", emulator.base_url())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let url = loop {
+        let line =
+            tokio::time::timeout_at(deadline.into(), stdout.next_line()).await.unwrap().unwrap().expect("a line");
+        if let Some(url) = line.strip_prefix("serving ") {
+            break url.trim().to_owned();
+        }
+    };
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE});
+    let mut answer = String::new();
+    let mut path = "/v1/solve?wait=25".to_owned();
+    let mut method = "POST";
+    for _ in 0..10 {
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{url}{path}"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Full::new(Bytes::from(if method == "POST" { task.to_string() } else { String::new() })))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        if status == 200 {
+            answer = body["answer"].as_str().unwrap().to_owned();
+            break;
+        }
+        assert_eq!(status, 202, "{body}");
+        (method, path) = ("GET", format!("/v1/solve/{}?wait=25", body["id"].as_str().unwrap()));
+    }
+    assert!(!answer.is_empty());
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let log = String::from_utf8_lossy(&output.stderr) + String::from_utf8_lossy(&output.stdout);
+    assert!(log.contains("/v1/solve"), "the edge logs its requests: {log}");
+    for secret in [KEY, TOKEN, answer.as_str()] {
+        assert!(!log.contains(secret), "the log holds a secret");
+    }
+}
