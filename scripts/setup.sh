@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the build needs and is not in Cargo.lock: the wasm32 target and binaryen's
-# wasm-opt (used by `cargo xtask component`). Idempotent; sourced by run.sh and test.sh.
+# Installs what the build needs and is not in Cargo.lock: the wasm32 targets and binaryen's
+# wasm-opt (used by `cargo xtask component`), and defines `build_all`. Idempotent; sourced by
+# run.sh and test.sh.
 set -euo pipefail
 
-rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target add wasm32-unknown-unknown
+for target in wasm32-unknown-unknown wasm32-wasip2; do
+  rustup target add "$target" >/dev/null 2>&1 || rustup target add "$target"
+done
 
 if ! command -v wasm-opt >/dev/null 2>&1 && [ ! -x node_modules/.bin/wasm-opt ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -16,3 +19,11 @@ if ! command -v wasm-opt >/dev/null 2>&1 && [ ! -x node_modules/.bin/wasm-opt ];
     npm install --no-save --no-audit --no-fund --silent binaryen@130 >/dev/null
   fi
 fi
+
+# Builds every artifact: the engine component (with its import and size gate), the Spin edge
+# app, and the hello-world component the serve tests and benchmarks use.
+build_all() {
+  cargo xtask component
+  cargo build --quiet --manifest-path edge/Cargo.toml --target wasm32-wasip2 --release
+  cargo build --quiet --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release
+}

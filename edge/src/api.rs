@@ -40,13 +40,24 @@ struct Reject {
 
 impl Reject {
     fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Reject {
-        Reject { status, code: code.to_owned(), class: "permanent", message: message.into(), field: None, retry_after_s: None }
+        Reject {
+            status,
+            code: code.to_owned(),
+            class: "permanent",
+            message: message.into(),
+            field: None,
+            retry_after_s: None,
+        }
     }
 
     fn internal(error: anyhow::Error) -> Reject {
         // Messages of internal errors are logged, not returned: they may describe the deployment.
         eprintln!("edge: internal error: {error:#}");
-        Reject { class: "transient", retry_after_s: Some(5), ..Reject::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the gateway failed; try again") }
+        Reject {
+            class: "transient",
+            retry_after_s: Some(5),
+            ..Reject::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the gateway failed; try again")
+        }
     }
 
     /// The status for an engine failure, by class.
@@ -109,7 +120,12 @@ pub async fn handle(request: Request) -> Response {
     };
     // Logs carry no key, token, answer or query string.
     let id = id.map(|id| format!(" id={id}")).unwrap_or_default();
-    eprintln!("edge: {method} {} -> {} in {} ms{id}", route_name(&path), response.status().as_u16(), now_ms().saturating_sub(started));
+    eprintln!(
+        "edge: {method} {} -> {} in {} ms{id}",
+        route_name(&path),
+        response.status().as_u16(),
+        now_ms().saturating_sub(started)
+    );
     response
 }
 
@@ -128,7 +144,8 @@ fn route_name(path: &str) -> &'static str {
 
 async fn route(request: Request) -> Routed {
     let path = request.uri().path().to_owned();
-    let wrong_method = || Err((Reject::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "method not allowed here"), None));
+    let wrong_method =
+        || Err((Reject::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "method not allowed here"), None));
     if path == "/healthz" {
         return match *request.method() {
             Method::GET => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
@@ -160,7 +177,8 @@ async fn route(request: Request) -> Routed {
 
 /// Checks `Authorization: Bearer <token>` against every configured token in constant time.
 fn authenticate(request: &Request, settings: &Settings) -> Result<(), Reject> {
-    let unauthorized = || Reject::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "a valid `Authorization: Bearer <token>` is required");
+    let unauthorized =
+        || Reject::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "a valid `Authorization: Bearer <token>` is required");
     let header = request.headers().get(http::header::AUTHORIZATION).ok_or_else(unauthorized)?;
     let presented = header.as_bytes().strip_prefix(b"Bearer ").ok_or_else(unauthorized)?;
     let mut matched = subtle::Choice::from(0);
@@ -177,7 +195,14 @@ fn wait_seconds(query: Option<&str>) -> Result<u64, Reject> {
     };
     match value.parse::<u64>() {
         Ok(seconds) if seconds <= MAX_WAIT_S => Ok(seconds),
-        _ => Err(Reject { field: Some("wait".into()), ..Reject::new(StatusCode::BAD_REQUEST, "INVALID_WAIT", format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}")) }),
+        _ => Err(Reject {
+            field: Some("wait".into()),
+            ..Reject::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_WAIT",
+                format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}"),
+            )
+        }),
     }
 }
 
@@ -195,24 +220,44 @@ fn new_id() -> anyhow::Result<String> {
 /// `POST /v1/solve`: validates the task (nothing is sent for a bad one), starts the solve and
 /// drives it for up to `wait` seconds.
 async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
-    let too_large = || (Reject::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", format!("the body is over {MAX_BODY_BYTES} bytes")), None);
-    let declared = request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let too_large = || {
+        (
+            Reject::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("the body is over {MAX_BODY_BYTES} bytes"),
+            ),
+            None,
+        )
+    };
+    let declared =
+        request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    let body = request.into_body().bytes().await.map_err(|e| (Reject::internal(anyhow::anyhow!("reading the body: {e:?}")), None))?;
+    let body = request
+        .into_body()
+        .bytes()
+        .await
+        .map_err(|e| (Reject::internal(anyhow::anyhow!("reading the body: {e:?}")), None))?;
     if body.len() > MAX_BODY_BYTES {
         return Err(too_large());
     }
-    let task = std::str::from_utf8(&body).map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_TASK", "the body must be UTF-8 JSON"), None))?;
+    let task = std::str::from_utf8(&body)
+        .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_TASK", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
-    let mut solve = Solve::from_json(task, &settings.api_key, &settings.config, now).map_err(|f| (Reject::from_failure(&f), None))?;
+    let mut solve = Solve::from_json(task, &settings.api_key, &settings.config, now)
+        .map_err(|f| (Reject::from_failure(&f), None))?;
     let id = new_id().map_err(|e| (Reject::internal(e), None))?;
     let records = Records::open().await.map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     let holder = new_id().map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     let wait_until = now + wait * 1_000;
-    let lease = crate::store::Lease { holder: holder.clone(), until: wait_until + settings.config.request_timeout_ms + 1_000 };
-    records.put(&id, &Record { snapshot: solve.snapshot(), lease: Some(lease) }).await.map_err(|e| (Reject::internal(e), Some(id.clone())))?;
+    let lease =
+        crate::store::Lease { holder: holder.clone(), until: wait_until + settings.config.request_timeout_ms + 1_000 };
+    records
+        .put(&id, &Record { snapshot: solve.snapshot(), lease: Some(lease) })
+        .await
+        .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     let progress = drive::run(&mut solve, wait_until, || records.still_holds(&id, &holder))
         .await
         .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
@@ -231,7 +276,8 @@ async fn resume(id: &str, settings: &Settings, wait: u64) -> Routed {
         let lease_until = wait_until + settings.config.request_timeout_ms + 1_000;
         match records.acquire(id, &holder, now, lease_until).await.map_err(|e| (Reject::internal(e), owned.clone()))? {
             Acquired::Held(record) => {
-                let key = ApiKey::new(settings.api_key.clone()).map_err(|f| (Reject::from_failure(&f.into_failure()), owned.clone()))?;
+                let key = ApiKey::new(settings.api_key.clone())
+                    .map_err(|f| (Reject::from_failure(&f.into_failure()), owned.clone()))?;
                 let mut solve = Solve::restore(&record.snapshot, key)
                     .map_err(|e| (Reject::internal(anyhow::anyhow!("restoring solve {id}: {e}")), owned.clone()))?;
                 let progress = drive::run(&mut solve, wait_until, || records.still_holds(id, &holder))
@@ -241,13 +287,22 @@ async fn resume(id: &str, settings: &Settings, wait: u64) -> Routed {
             }
             Acquired::Missing => {
                 return match records.finished(id).await.map_err(|e| (Reject::internal(e), owned.clone()))? {
-                    Some(Finished::Delivered) => Err((Reject::new(StatusCode::GONE, "ALREADY_DELIVERED", "this solve's token was already handed out; tokens are single-use"), owned)),
+                    Some(Finished::Delivered) => Err((
+                        Reject::new(
+                            StatusCode::GONE,
+                            "ALREADY_DELIVERED",
+                            "this solve's token was already handed out; tokens are single-use",
+                        ),
+                        owned,
+                    )),
                     Some(Finished::Failed(failure)) => Err((reject_from_json(&failure), owned)),
                     None => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve"), owned)),
                 };
             }
             // Another request is driving this solve: wait for it within our own wait.
-            Acquired::Busy if now + 250 <= wait_until => spin_sdk::time::sleep(std::time::Duration::from_millis(250)).await,
+            Acquired::Busy if now + 250 <= wait_until => {
+                spin_sdk::time::sleep(std::time::Duration::from_millis(250)).await
+            }
             Acquired::Busy => return Ok((pending(id, 1_000), owned)),
         }
     }
@@ -293,7 +348,8 @@ fn reject_from_json(failure: &Value) -> Reject {
 
 fn pending(id: &str, retry_after_ms: u64) -> Response {
     let seconds = retry_after_ms.div_ceil(1_000).max(1);
-    let mut response = json_response(StatusCode::ACCEPTED, &json!({"id": id, "status": "pending", "retry_after_s": seconds}));
+    let mut response =
+        json_response(StatusCode::ACCEPTED, &json!({"id": id, "status": "pending", "retry_after_s": seconds}));
     response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
     let location = HeaderValue::from_str(&format!("/v1/solve/{id}")).unwrap_or(HeaderValue::from_static("/v1/solve"));
     response.headers_mut().insert(http::header::LOCATION, location);
@@ -323,12 +379,21 @@ fn solution_json(id: &str, s: &Solution) -> Value {
 /// `GET /v1/threads`: the plan's threads through the engine's account calls.
 async fn threads(settings: &Settings) -> Result<Response, Reject> {
     let key = ApiKey::new(settings.api_key.clone()).map_err(|f| Reject::from_failure(&f.into_failure()))?;
-    let request = captchaai_engine::account::threads_info_request(&key, &settings.config).map_err(|f| Reject::from_failure(&f.into_failure()))?;
+    let request = captchaai_engine::account::threads_info_request(&key, &settings.config)
+        .map_err(|f| Reject::from_failure(&f.into_failure()))?;
     let reply = upstream::send(&request).await.map_err(|e| Reject {
         class: "transient",
         retry_after_s: Some(5),
-        ..Reject::new(StatusCode::SERVICE_UNAVAILABLE, "TRANSPORT_ERROR", format!("threadsinfo failed in transport ({})", e.as_str()))
+        ..Reject::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TRANSPORT_ERROR",
+            format!("threadsinfo failed in transport ({})", e.as_str()),
+        )
     })?;
-    let info = captchaai_engine::account::parse_threads_info(reply.status, &reply.body).map_err(|f| Reject::from_failure(&f))?;
-    Ok(json_response(StatusCode::OK, &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free()})))
+    let info = captchaai_engine::account::parse_threads_info(reply.status, &reply.body)
+        .map_err(|f| Reject::from_failure(&f))?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free()}),
+    ))
 }

@@ -10,7 +10,10 @@ pub enum Progress {
     Solved(Solution),
     Failed(Failure),
     /// Still in flight: keep `snapshot` and ask the client to come back in `retry_after_ms`.
-    Pending { snapshot: String, retry_after_ms: u64 },
+    Pending {
+        snapshot: String,
+        retry_after_ms: u64,
+    },
 }
 
 /// The time, epoch ms.

@@ -6,8 +6,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use captchaai_engine::{Body, HttpRequest, TransportError};
 use futures::future::{Either, select};
-use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::http::FullBody;
+use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::wasip3::http::types::ErrorCode;
 
 /// A reply as received: status and body bytes.
