@@ -8,4 +8,5 @@ pub mod cli;
 #[allow(missing_docs)]
 pub mod driver;
 pub mod emulator;
+mod net;
 pub mod serve;

@@ -28,18 +28,7 @@ fn runner() -> Runner {
 }
 
 fn config(emulator: &Emulator) -> Config {
-    Config {
-        base_url: Some(emulator.base_url()),
-        request_timeout_ms: None,
-        deadline_ms: None,
-        initial_wait_ms: None,
-        poll_interval_ms: None,
-        max_submit_retries: None,
-        max_poll_errors: None,
-        unsolvable_retries: None,
-        jitter_seed: None,
-        max_jitter_ms: None,
-    }
+    Config { base_url: Some(emulator.base_url()), ..Config::default() }
 }
 
 fn png(side: u32) -> String {

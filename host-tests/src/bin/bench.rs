@@ -80,18 +80,7 @@ async fn load(host: EngineHost, args: &Args) -> Result<()> {
     options.checkpoints = args.checkpoints;
     let runner = Arc::new(Runner::new(host, options)?);
     let baseline = runner.memory().0;
-    let config = Config {
-        base_url: Some(emulator.base_url()),
-        request_timeout_ms: None,
-        deadline_ms: Some(600_000),
-        initial_wait_ms: None,
-        poll_interval_ms: None,
-        max_submit_retries: None,
-        max_poll_errors: None,
-        unsolvable_retries: None,
-        jitter_seed: None,
-        max_jitter_ms: None,
-    };
+    let config = Config { base_url: Some(emulator.base_url()), deadline_ms: Some(600_000), ..Config::default() };
     let task =
         r#"{"type":"turnstile","sitekey":"0x4AAAAAAABkMYinukE8nzY","pageurl":"https://portal.example.com/export"}"#;
     let done = Arc::new(AtomicUsize::new(0));
@@ -163,18 +152,7 @@ fn canned(host: &EngineHost) -> Result<()> {
         r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
         r#"{"status":1,"request":"03AGdBq24PBCbwiDRaS_MJ7Zxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
     ];
-    let config = Config {
-        base_url: None,
-        request_timeout_ms: None,
-        deadline_ms: None,
-        initial_wait_ms: None,
-        poll_interval_ms: None,
-        max_submit_retries: None,
-        max_poll_errors: None,
-        unsolvable_retries: None,
-        jitter_seed: None,
-        max_jitter_ms: None,
-    };
+    let config = Config::default();
     let rounds: usize = std::env::var("CANNED_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20_000);
     let mut calls = 0;
     let started = Instant::now();

@@ -43,18 +43,7 @@ impl EngineArgs {
     }
 
     fn config(&self, deadline_ms: Option<u64>) -> Config {
-        Config {
-            base_url: self.base_url.clone(),
-            request_timeout_ms: None,
-            deadline_ms,
-            initial_wait_ms: None,
-            poll_interval_ms: None,
-            max_submit_retries: None,
-            max_poll_errors: None,
-            unsolvable_retries: None,
-            jitter_seed: None,
-            max_jitter_ms: None,
-        }
+        Config { base_url: self.base_url.clone(), deadline_ms, ..Config::default() }
     }
 }
 

@@ -20,6 +20,24 @@ pub use exports::captchaai::engine::types::{
     RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
 };
 
+/// Every field unset: the engine's defaults (and the captcha type's timings).
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            base_url: None,
+            request_timeout_ms: None,
+            deadline_ms: None,
+            initial_wait_ms: None,
+            poll_interval_ms: None,
+            max_submit_retries: None,
+            max_poll_errors: None,
+            unsolvable_retries: None,
+            jitter_seed: None,
+            max_jitter_ms: None,
+        }
+    }
+}
+
 /// Where `cargo xtask component` puts the component: `$CAPTCHAAI_ENGINE_WASM` if set, else
 /// `component/captchaai_engine.wasm` under `$CARGO_TARGET_DIR` or the workspace's `target/`.
 pub fn default_component_path() -> PathBuf {

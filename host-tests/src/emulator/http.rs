@@ -11,11 +11,9 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 
 use hyper::header::{CONTENT_TYPE, HeaderValue, SERVER};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::captcha::{Params, Value, codes};
 use super::config::{Account, Fault, Faults};
@@ -77,35 +75,12 @@ fn response(status: u16, content_type: &str, body: String) -> Resp {
 }
 
 /// Accepts connections until `shutdown` flips (or its sender is dropped).
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(_) => {
-                        // e.g. too many open files: back off briefly instead of spinning.
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let shared = shared.clone();
-                conns.spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| handle(req, peer, shared.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
-                });
-            }
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    crate::net::accept_loop(listener, shutdown, move |peer| {
+        let shared = shared.clone();
+        hyper::service::service_fn(move |req| handle(req, peer, shared.clone()))
+    })
+    .await;
 }
 
 async fn parse_multipart(content_type: &str, body: Bytes) -> Option<Vec<(String, Value)>> {

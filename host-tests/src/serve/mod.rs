@@ -45,10 +45,8 @@ use http_body_util::BodyExt as _;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::JoinSet;
 use wasmtime::Store;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -498,36 +496,13 @@ fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, app: Arc<App>, mut shutdown: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(_) => {
-                        // e.g. too many open files: back off briefly instead of spinning.
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let app = app.clone();
-                let shutdown = shutdown.clone();
-                conns.spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| handle(app.clone(), req, peer, shutdown.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
-                });
-            }
-        }
-    }
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
+async fn accept_loop(listener: TcpListener, app: Arc<App>, shutdown: watch::Receiver<bool>) {
+    let stop = shutdown.clone();
+    crate::net::accept_loop(listener, shutdown, move |peer| {
+        let (app, shutdown) = (app.clone(), stop.clone());
+        hyper::service::service_fn(move |req| handle(app.clone(), req, peer, shutdown.clone()))
+    })
+    .await;
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
