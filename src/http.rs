@@ -250,28 +250,39 @@ pub(crate) fn push_pair(out: &mut String, name: &str, value: &str) {
     url_encode_into(out, value);
 }
 
+/// Bytes sent as they are in a form value; everything else is `%XX` (space: `+`).
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'*');
+        b += 1;
+    }
+    table
+};
+
 /// Appends `value` encoded as `application/x-www-form-urlencoded` (space as `+`).
 fn url_encode_into(out: &mut String, value: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'*');
-    let mut run_start = 0;
-    for (i, &b) in value.as_bytes().iter().enumerate() {
-        if plain(b) {
-            continue;
-        }
-        // A run of plain (ASCII) bytes starts on a character boundary; inside a multi-byte
-        // character the run is empty and `get` yields nothing.
-        out.push_str(value.get(run_start..i).unwrap_or(""));
-        run_start = i + 1;
-        if b == b' ' {
-            out.push('+');
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 15)]));
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let run = bytes[at..].iter().position(|&b| !PLAIN[usize::from(b)]).unwrap_or(bytes.len() - at);
+        // A run of plain (ASCII) bytes starts and ends on character boundaries.
+        out.push_str(value.get(at..at + run).unwrap_or(""));
+        at += run;
+        if let Some(&b) = bytes.get(at) {
+            if b == b' ' {
+                out.push('+');
+            } else {
+                out.push('%');
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
+            at += 1;
         }
     }
-    out.push_str(value.get(run_start..).unwrap_or(""));
 }
 
 /// A multipart body with its boundary and the key's position recorded.

@@ -54,6 +54,26 @@ impl<'a> Json<'a> {
         Ok(value)
     }
 
+    /// Parses a document that must be an object, handing each field to `field` in order
+    /// without building the object (no allocation for the object itself; a repeated key is
+    /// handed over again).
+    pub fn parse_object_with(text: &'a str, mut field: impl FnMut(Cow<'a, str>, Json<'a>)) -> Result<(), ParseError> {
+        let mut parser = Parser { text, bytes: text.as_bytes(), pos: 0 };
+        parser.skip_ws();
+        if parser.peek() != Some(b'{') {
+            return Err(parser.error("expected an object"));
+        }
+        parser.object_fields(0, &mut |_, key, value| {
+            field(key, value);
+            Ok(())
+        })?;
+        parser.skip_ws();
+        if parser.pos != parser.bytes.len() {
+            return Err(parser.error("trailing characters"));
+        }
+        Ok(())
+    }
+
     /// Compact JSON text (the same bytes serde_json writes for the same value).
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -263,6 +283,9 @@ impl std::fmt::Display for ParseError {
     }
 }
 
+/// Receives the fields of an object as they are parsed.
+type FieldSink<'a, 'f> = dyn FnMut(usize, Cow<'a, str>, Json<'a>) -> Result<(), ParseError> + 'f;
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -345,12 +368,24 @@ impl<'a> Parser<'a> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Json<'a>, ParseError> {
-        self.pos += 1;
         let mut fields: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(4);
+        self.object_fields(depth, &mut |key_at, key, value| {
+            if fields.iter().any(|(k, _)| *k == key) {
+                return Err(ParseError { offset: key_at, message: "duplicate key", eof: false });
+            }
+            fields.push((key, value));
+            Ok(())
+        })?;
+        Ok(Json::Object(fields))
+    }
+
+    /// Parses an object at `pos`, handing each `(key offset, key, value)` to `field`.
+    fn object_fields(&mut self, depth: usize, field: &mut FieldSink<'a, '_>) -> Result<(), ParseError> {
+        self.pos += 1;
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Json::Object(fields));
+            return Ok(());
         }
         loop {
             self.skip_ws();
@@ -359,20 +394,17 @@ impl<'a> Parser<'a> {
             }
             let key_at = self.pos;
             let key = self.string()?;
-            if fields.iter().any(|(k, _)| *k == key) {
-                return Err(ParseError { offset: key_at, message: "duplicate key", eof: false });
-            }
             self.skip_ws();
             self.expect(b':', "expected `:`")?;
             self.skip_ws();
             let value = self.value(depth + 1)?;
-            fields.push((key, value));
+            field(key_at, key, value)?;
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Json::Object(fields));
+                    return Ok(());
                 }
                 _ => return Err(self.error("expected `,` or `}`")),
             }

@@ -8,8 +8,6 @@
 //! empty body) is [`Reply::Unexpected`].
 
 use crate::codes;
-use std::borrow::Cow;
-
 use crate::json::Json;
 use crate::text::find;
 
@@ -45,10 +43,11 @@ fn parse_body(body: &[u8]) -> Reply<'_> {
     let Ok(text) = std::str::from_utf8(trimmed) else {
         return unexpected();
     };
-    if text.starts_with('{')
-        && let Ok(Json::Object(object)) = Json::parse(text)
-    {
-        return from_json(object);
+    if text.starts_with('{') {
+        let mut fields = Fields::default();
+        if Json::parse_object_with(text, |key, value| fields.set(&key, value)).is_ok() {
+            return from_fields(fields);
+        }
     }
     if let Some(value) = text.strip_prefix("OK|") {
         return Reply::Ok { value: Json::from(value), user_agent: None };
@@ -72,21 +71,24 @@ struct Fields<'a> {
     working_threads: Option<Json<'a>>,
 }
 
-fn from_json<'a>(object: Vec<(Cow<'a, str>, Json<'a>)>) -> Reply<'a> {
-    let mut f = Fields::default();
-    for (key, value) in object {
-        let slot = match key.as_ref() {
-            "status" => &mut f.status,
-            "request" => &mut f.request,
-            "result" => &mut f.result,
-            "user_agent" => &mut f.user_agent,
-            "error_text" => &mut f.error_text,
-            "threads" => &mut f.threads,
-            "working_threads" => &mut f.working_threads,
-            _ => continue,
+impl<'a> Fields<'a> {
+    /// Keeps the fields the engine reads (a repeated key: the last one wins).
+    fn set(&mut self, key: &str, value: Json<'a>) {
+        let slot = match key {
+            "status" => &mut self.status,
+            "request" => &mut self.request,
+            "result" => &mut self.result,
+            "user_agent" => &mut self.user_agent,
+            "error_text" => &mut self.error_text,
+            "threads" => &mut self.threads,
+            "working_threads" => &mut self.working_threads,
+            _ => return,
         };
         *slot = Some(value).filter(|v| !v.is_null());
     }
+}
+
+fn from_fields<'a>(f: Fields<'a>) -> Reply<'a> {
     let text = |v: Option<Json<'a>>| v.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
     if let Some(threads) = f.threads {
         return match (count(&threads), f.working_threads.as_ref().and_then(count)) {
