@@ -140,31 +140,34 @@ async fn load(host: EngineHost, args: &Args) -> Result<()> {
 }
 
 /// A full solve through the component with canned replies and no IO (the native criterion
-/// bench's scenario): submit, three not-ready polls, the answer.
+/// bench's scenario, from the `type_recaptcha_v2` golden vector): submit, three not-ready
+/// polls, the answer.
 fn canned(host: &EngineHost) -> Result<()> {
     use host_tests::driver::{HttpResponse, Output};
     let mut instance = host.instantiate(64 << 20)?;
-    let task = r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://portal.example.com/export"}"#;
-    let replies = [
-        r#"{"status":1,"request":73846221}"#,
-        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
-        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
-        r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
-        r#"{"status":1,"request":"03AGdBq24PBCbwiDRaS_MJ7Zxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
-    ];
+    // The upstream's side comes from the golden vector of the same scenario.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors/type_recaptcha_v2.json");
+    let vector: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let task = vector["task"].to_string();
+    let replies: Vec<String> = vector["script"]
+        .as_array()
+        .context("a script")?
+        .iter()
+        .map(|entry| entry["reply"]["body"].as_str().map(str::to_owned).context("a reply body"))
+        .collect::<Result<_>>()?;
     let config = Config::default();
     let rounds: usize = std::env::var("CANNED_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20_000);
     let mut calls = 0;
     let started = Instant::now();
     for _ in 0..rounds {
-        let solve = instance.create(task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
+        let solve = instance.create(&task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
         let mut now = 0;
         let mut replies = replies.iter();
         loop {
             calls += 1;
             match instance.poll_output(solve, now)?.map_err(|m| anyhow::anyhow!("{m:?}"))? {
                 Output::Send(request) => {
-                    let body = replies.next().context("script")?.to_string();
+                    let body = replies.next().context("script")?.clone();
                     calls += 1;
                     instance
                         .handle_response(solve, now, request.id, &HttpResponse { status: 200, body })?
