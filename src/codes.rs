@@ -295,6 +295,12 @@ fn is_code_shaped(code: &str) -> bool {
     code.len() <= 64 && code.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
+/// Whether the code is a validation failure found before anything was sent (task, config or
+/// key): the caller's input is at fault.
+pub fn is_validation(code: &str) -> bool {
+    matches!(code, INVALID_TASK | INVALID_CONFIG | INVALID_KEY)
+}
+
 /// Whether the code means "not ready yet" (either spelling).
 pub fn is_not_ready(code: &str) -> bool {
     lookup_wire(code).is_some_and(|info| info.on_poll == Action::PollAgain)

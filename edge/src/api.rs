@@ -63,7 +63,7 @@ impl Reject {
     /// The status for an engine failure, by class.
     fn from_failure(failure: &Failure) -> Reject {
         let status = match failure.class {
-            _ if matches!(failure.code.as_str(), "INVALID_TASK" | "INVALID_CONFIG") => StatusCode::BAD_REQUEST,
+            _ if captchaai_engine::codes::is_validation(&failure.code) => StatusCode::BAD_REQUEST,
             Class::Permanent | Class::Unsolvable => StatusCode::UNPROCESSABLE_ENTITY,
             Class::Transient => StatusCode::SERVICE_UNAVAILABLE,
         };
@@ -243,8 +243,12 @@ async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
     if body.len() > MAX_BODY_BYTES {
         return Err(too_large());
     }
-    let task = std::str::from_utf8(&body)
-        .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_TASK", "the body must be UTF-8 JSON"), None))?;
+    let task = std::str::from_utf8(&body).map_err(|_| {
+        (
+            Reject::new(StatusCode::BAD_REQUEST, captchaai_engine::codes::INVALID_TASK, "the body must be UTF-8 JSON"),
+            None,
+        )
+    })?;
     let now = now_ms();
     let mut solve = Solve::from_json(task, &settings.api_key, &settings.config, now)
         .map_err(|f| (Reject::from_failure(&f), None))?;
