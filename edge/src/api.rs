@@ -17,7 +17,6 @@ use bytes::Bytes;
 use captchaai_engine::{Answer, ApiKey, Class, Failure, Solution, Solve};
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
-use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::http::{FullBody, Request};
 use subtle::ConstantTimeEq;
 
@@ -235,14 +234,13 @@ async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
     if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    let body = request
-        .into_body()
-        .bytes()
-        .await
-        .map_err(|e| (Reject::internal(anyhow::anyhow!("reading the body: {e:?}")), None))?;
-    if body.len() > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
+    // Read at most the limit, whatever the body claims (chunked bodies have no length).
+    let limited = http_body_util::Limited::new(request.into_body(), MAX_BODY_BYTES);
+    let body = match http_body_util::BodyExt::collect(limited).await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+        Err(e) => return Err((Reject::internal(anyhow::anyhow!("reading the body: {e}")), None)),
+    };
     let task = std::str::from_utf8(&body).map_err(|_| {
         (
             Reject::new(StatusCode::BAD_REQUEST, captchaai_engine::codes::INVALID_TASK, "the body must be UTF-8 JSON"),

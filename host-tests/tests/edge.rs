@@ -330,7 +330,36 @@ async fn requests_rejected_at_the_edge_never_reach_the_upstream() {
             assert_eq!(reply.body["field"].as_str(), Some(field), "{method} {path}");
         }
     }
+    // A chunked body has no length to check up front: it is cut off at the limit.
+    assert_eq!(chunked_post(&stack.server.url(), 3 * 1024 * 1024).await, 413);
     assert_eq!(stack.upstream_requests(), 0, "nothing rejected at the edge was sent upstream");
+}
+
+/// POSTs `size` bytes to /v1/solve with `Transfer-Encoding: chunked` over a raw connection;
+/// returns the response status.
+async fn chunked_post(url: &str, size: usize) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = url.trim_start_matches("http://");
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let head = format!(
+        "POST /v1/solve HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    let writer = tokio::spawn(async move {
+        write.write_all(head.as_bytes()).await?;
+        let chunk = vec![b' '; 64 * 1024];
+        for _ in 0..size / chunk.len() {
+            write.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await?;
+            write.write_all(&chunk).await?;
+            write.write_all(b"\r\n").await?;
+        }
+        write.write_all(b"0\r\n\r\n").await
+    });
+    let mut response = vec![0; 64];
+    let n = tokio::time::timeout(Duration::from_secs(30), read.read(&mut response)).await.unwrap().unwrap();
+    writer.abort();
+    let status_line = String::from_utf8_lossy(&response[..n]);
+    status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status: {status_line:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
