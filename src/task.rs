@@ -26,7 +26,7 @@ pub enum Upload {
     Multipart,
 }
 
-/// A validated task. Construct it with [`Task::from_json`] or [`Task::from_value`].
+/// A validated task. Construct it with [`Task::from_json`] or [`Task::from_json_value`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
     spec: &'static TypeSpec,

@@ -5,7 +5,6 @@
 #![warn(missing_docs)]
 
 pub mod cli;
-#[allow(missing_docs)]
 pub mod driver;
 pub mod emulator;
 mod net;

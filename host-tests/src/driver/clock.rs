@@ -23,6 +23,7 @@ impl Clock {
         Clock { start: Instant::now(), start_ms, scale: if scale.is_finite() && scale > 0.0 { scale } else { 1.0 } }
     }
 
+    /// How many times faster than real time this clock runs.
     pub fn scale(&self) -> f64 {
         self.scale
     }

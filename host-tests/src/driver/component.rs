@@ -10,10 +10,17 @@ use anyhow::{Context, Result};
 use wasmtime::Store;
 use wasmtime::component::{Component, Linker, ResourceAny};
 
-wasmtime::component::bindgen!({
-    world: "engine-component",
-    path: "../wit",
-});
+/// The WIT world, with the component's types (`Config`, `Output`, `Failure`...) as Rust types
+/// (generated; their contracts are the `///` docs in wit/engine.wit).
+#[allow(missing_docs)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "engine-component",
+        path: "../wit",
+    });
+}
+
+use bindings::{EngineComponent, EngineComponentPre, exports};
 
 pub use exports::captchaai::engine::types::{
     Admission, Answer, Config, Failure, FailureClass, HttpRequest, HttpResponse, Misuse, Output, RequestBody,
@@ -59,6 +66,7 @@ pub const MAX_HANDLES: usize = 4_000_000;
 pub struct LoadStats {
     /// Whether the component was compiled (cold) rather than read from the cache.
     pub compiled: bool,
+    /// How long loading took (reading, compiling or deserializing, pre-instantiating).
     pub duration: Duration,
 }
 

@@ -34,7 +34,9 @@ pub const DEFAULT_MAX_MEMORY: usize = 4 << 30;
 
 /// How a [`Runner`] works.
 pub struct RunnerOptions {
+    /// The time the engine is given and sleeps run on.
     pub clock: Clock,
+    /// How requests are sent.
     pub http: HttpClient,
     /// Cap on the engine instance's linear memory.
     pub max_memory: usize,
@@ -58,6 +60,7 @@ impl RunnerOptions {
 /// How a solve ended, as the engine decided.
 #[derive(Clone, Debug)]
 pub struct SolveReport {
+    /// The engine's terminal output.
     pub outcome: Result<Solution, Failure>,
     /// HTTP requests sent for this solve.
     pub requests: u32,
@@ -70,8 +73,9 @@ pub struct RunnerStats {
     pub engine_calls: u64,
     /// Time spent inside those calls.
     pub engine_ns: u64,
-    /// Snapshots taken for checkpoints, and the time they took.
+    /// Snapshots taken for checkpoints.
     pub checkpoints: u64,
+    /// Time spent taking them.
     pub checkpoint_ns: u64,
     /// Instances replaced after a trap.
     pub recoveries: u64,
@@ -104,6 +108,7 @@ struct Slot {
 }
 
 impl Runner {
+    /// A runner with one fresh instance of `host`'s component.
     pub fn new(host: EngineHost, options: RunnerOptions) -> Result<Runner> {
         let instance = host.instantiate(options.max_memory)?;
         Ok(Runner {
@@ -119,6 +124,7 @@ impl Runner {
         })
     }
 
+    /// The clock solves run on.
     pub fn clock(&self) -> Clock {
         self.options.clock
     }
@@ -128,6 +134,7 @@ impl Runner {
         Gate::new(&self.host, plan_threads, reserve)
     }
 
+    /// Counters so far.
     pub fn stats(&self) -> RunnerStats {
         RunnerStats {
             engine_calls: self.engine_calls.load(Ordering::Relaxed),
