@@ -17,7 +17,7 @@ use crate::driver::{
 /// Where the service is and how to run the engine (shared by `solve` and `threads`).
 #[derive(Args, Clone)]
 pub struct EngineArgs {
-    /// The service's base URL (default: $CAPTCHAAI_BASE_URL, else https://ocr.captchaai.com).
+    /// The service's base URL (default: $CAPTCHAAI_BASE_URL, else `https://ocr.captchaai.com`).
     #[arg(long, env = "CAPTCHAAI_BASE_URL")]
     pub base_url: Option<String>,
     /// The engine component (default: target/component/captchaai_engine.wasm).
