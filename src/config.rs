@@ -141,7 +141,18 @@ impl Config {
                 ),
             ));
         }
-        let config = Config { base_url, ..self.clone() };
+        let config = Config {
+            base_url,
+            request_timeout_ms: self.request_timeout_ms,
+            deadline_ms: self.deadline_ms,
+            initial_wait_ms: self.initial_wait_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            max_submit_retries: self.max_submit_retries,
+            max_poll_errors: self.max_poll_errors,
+            unsolvable_retries: self.unsolvable_retries,
+            jitter_seed: self.jitter_seed,
+            max_jitter_ms: self.max_jitter_ms,
+        };
         Ok((config, Timings { initial_wait_ms, poll_interval_ms, deadline_ms }))
     }
 }

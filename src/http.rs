@@ -226,14 +226,13 @@ impl FormWriter {
 
     /// Appends `&name=value`.
     pub fn pair(mut self, name: &str, value: &str) -> FormWriter {
-        push_pair(&mut self.body.text, name, value);
+        self.push(name, value);
         self
     }
 
-    /// Appends already encoded `&name=value...` text.
-    pub fn encoded(mut self, pairs: &str) -> FormWriter {
-        self.body.text.push_str(pairs);
-        self
+    /// Appends `&name=value` in place.
+    pub fn push(&mut self, name: &str, value: &str) {
+        push_pair(&mut self.body.text, name, value);
     }
 
     pub fn finish(mut self) -> FormBody {

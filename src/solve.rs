@@ -256,9 +256,9 @@ impl Solve {
     fn assemble(key: ApiKey, task: Task, config: Config, timings: Timings, state: State) -> Solve {
         let endpoint = if task.is_sync() { "/solve.php" } else { "/in.php" };
         let submit_body = (task.upload() == Upload::Form).then(|| {
-            let mut pairs = String::with_capacity(160);
-            task.each_param(|name, value| http::push_pair(&mut pairs, name, value));
-            http::FormWriter::new(&key, pairs.len()).encoded(&pairs).finish()
+            let mut form = http::FormWriter::new(&key, 256);
+            task.each_param(|name, value| form.push(name, value));
+            form.finish()
         });
         let url = |path: &str| [config.base_url.as_str(), path].concat();
         let derived = Derived {
