@@ -174,7 +174,7 @@ async fn each_fault_class_ends_as_the_tables_say() {
         Fault::Html502,
         Fault::Drop,
         Fault::PlainText("ERROR_INTERNAL_SERVER_ERROR".into()),
-        Fault::Slow(40_000),
+        Fault::Slow(90_000), // 3x the 30 s request timeout: margin for a loaded machine
         Fault::Status(503, "Service Unavailable".into()),
     ] {
         emulator.force_next(1, fault.clone());
