@@ -16,14 +16,16 @@ const REPLIES: [&[u8]; 5] = [
     br#"{"status":1,"request":"03AGdBq24PBCbwiDRaS_MJ7Zxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
 ];
 
-/// Drives a solve to its end; returns the number of polls.
+/// Drives a solve to its end as a host does (one `poll_output`, then one `handle_response` per
+/// request, each returning the next output); returns the number of polls.
 fn drive(mut solve: Solve) -> u32 {
-    let mut now = 0;
     let mut replies = REPLIES.iter();
+    let mut output = solve.poll_output(0).unwrap();
     loop {
-        match solve.poll_output(now).unwrap() {
-            Output::Send(request) => solve.handle_response(now, request.id, 200, replies.next().unwrap()).unwrap(),
-            Output::WaitUntil(t) => now = t,
+        match output {
+            Output::Send(request) => {
+                output = solve.handle_response(request.at, request.id, 200, replies.next().unwrap()).unwrap()
+            }
             Output::Solved(solution) => return solution.polls,
             Output::Failed(failure) => panic!("{failure}"),
         }

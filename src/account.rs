@@ -8,7 +8,7 @@ use thiserror::Error;
 use crate::codes::{self, Class};
 use crate::config::{Config, normalise_base_url};
 use crate::error::{ValidationError, invalid_config};
-use crate::http::{self, ApiKey, HttpRequest, RequestKind};
+use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::json::Json;
 use crate::outcome::Failure;
 use crate::reply::{self, Reply};
@@ -32,12 +32,12 @@ impl ThreadsInfo {
     }
 }
 
-/// The `threadsinfo` request (id 0) for `config`'s base URL and timeout.
+/// The `threadsinfo` request (id 0, due at once) for `config`'s base URL and timeout.
 pub fn threads_info_request(key: &ApiKey, config: &Config) -> Result<HttpRequest, ValidationError> {
     account_request(key, config, RequestKind::ThreadsInfo, "threadsinfo")
 }
 
-/// The `getbalance` request (id 0).
+/// The `getbalance` request (id 0, due at once).
 pub fn balance_request(key: &ApiKey, config: &Config) -> Result<HttpRequest, ValidationError> {
     account_request(key, config, RequestKind::Balance, "getbalance")
 }
@@ -53,20 +53,38 @@ fn account_request(
         return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
     }
     let body = http::FormWriter::new(key, 32).pair("action", action).finish();
-    Ok(HttpRequest::form(0, kind, format!("{base}/res.php"), body, config.request_timeout_ms))
+    Ok(HttpRequest::form(0, kind, 0, format!("{base}/res.php"), body, config.request_timeout_ms))
 }
 
-/// Reads a `threadsinfo` reply; codes become failures classed by the code table.
+/// The failure for an account request (`kind`) that got no reply: the code table's
+/// `TRANSPORT_ERROR` row, transient.
+pub fn transport_failure(kind: RequestKind, error: TransportError) -> Failure {
+    let info = codes::lookup(codes::TRANSPORT_ERROR).unwrap_or(&codes::UNKNOWN);
+    Failure {
+        code: info.code.to_owned(),
+        class: info.class,
+        message: format!("{}: {} ({})", kind.as_str(), info.meaning, error.as_str()),
+        retry_after_ms: info.retry_after_ms,
+        field: None,
+        task_id: None,
+    }
+}
+
+/// Reads a `threadsinfo` reply; codes become failures classed by the code table. The body is
+/// read as text (invalid UTF-8 becomes U+FFFD), as every host of the component passes it.
 pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failure> {
-    match reply::parse(status, body) {
+    let text = String::from_utf8_lossy(body);
+    match reply::parse(status, text.as_bytes()) {
         Reply::Threads { threads, working } => Ok(ThreadsInfo { threads, working_threads: working }),
         other => Err(reply_failure(other, "threadsinfo")),
     }
 }
 
-/// Reads a `getbalance` reply (JSON `request` or a bare decimal).
+/// Reads a `getbalance` reply (JSON `request` or a bare decimal); the body is read as text.
 pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
-    let bare = std::str::from_utf8(body).ok().and_then(crate::json::number);
+    let text = String::from_utf8_lossy(body);
+    let body = text.as_bytes();
+    let bare = crate::json::number(&text);
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }

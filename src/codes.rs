@@ -301,6 +301,38 @@ pub fn is_validation(code: &str) -> bool {
     matches!(code, INVALID_TASK | INVALID_CONFIG | INVALID_KEY)
 }
 
+/// Where a failure comes from, so a host can answer its own clients without reading codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The task, config or key was refused before anything was sent: fix the input.
+    Input,
+    /// CaptchaAI answered with this code (or kept every thread busy).
+    Service,
+    /// No usable answer: transport errors, unreadable replies, or the deadline passed.
+    NoAnswer,
+}
+
+impl Origin {
+    /// The snake_case name used in JSON and vectors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Input => "input",
+            Origin::Service => "service",
+            Origin::NoAnswer => "no_answer",
+        }
+    }
+}
+
+/// The origin of a failure with this code: engine validation codes are `Input`, the engine's
+/// other codes `NoAnswer`, and every wire code (known or not) `Service`.
+pub fn origin(code: &str) -> Origin {
+    match TABLE.iter().find(|info| info.code == code && info.source == Source::Engine) {
+        Some(_) if is_validation(code) => Origin::Input,
+        Some(_) => Origin::NoAnswer,
+        None => Origin::Service,
+    }
+}
+
 /// Whether the code means "not ready yet" (either spelling).
 pub fn is_not_ready(code: &str) -> bool {
     lookup_wire(code).is_some_and(|info| info.on_poll == Action::PollAgain)

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 
 use crate::account::{self, Admission, ThreadGate};
+use crate::codes::Origin;
 use crate::{Answer, ApiKey, Body, Class, Config, Failure, Misuse, Output, RequestKind, RestoreError, Solution};
 use crate::{HttpRequest, Solve, TransportError};
 
@@ -37,6 +38,10 @@ impl wit_engine::Guest for Component {
     fn is_fresh(solution: wit::Solution, now: u64, max_age_ms: u64) -> bool {
         solution_from_wit(solution).is_fresh(now, max_age_ms)
     }
+
+    fn solution_json(solution: wit::Solution) -> String {
+        solution_from_wit(solution).client_json()
+    }
 }
 
 impl wit_engine::GuestSolve for SolveResource {
@@ -63,18 +68,27 @@ impl wit_engine::GuestSolve for SolveResource {
         self.0.borrow_mut().poll_output(now).map(output_to_wit).map_err(misuse_to_wit)
     }
 
-    fn handle_response(&self, now: u64, request_id: u32, response: wit::HttpResponse) -> Result<(), wit::Misuse> {
+    fn handle_response(
+        &self,
+        now: u64,
+        request_id: u32,
+        response: wit::HttpResponse,
+    ) -> Result<wit::Output, wit::Misuse> {
         let mut solve = self.0.borrow_mut();
-        solve.handle_response(now, request_id, response.status, response.body.as_bytes()).map_err(misuse_to_wit)
+        solve
+            .handle_response(now, request_id, response.status, response.body.as_bytes())
+            .map(output_to_wit)
+            .map_err(misuse_to_wit)
     }
 
-    fn handle_transport_error(&self, now: u64, request_id: u32, error: wit::TransportError) -> Result<(), wit::Misuse> {
-        let error = match error {
-            wit::TransportError::Timeout => TransportError::Timeout,
-            wit::TransportError::Connect => TransportError::Connect,
-            wit::TransportError::Broken => TransportError::Broken,
-        };
-        self.0.borrow_mut().handle_transport_error(now, request_id, error).map_err(misuse_to_wit)
+    fn handle_transport_error(
+        &self,
+        now: u64,
+        request_id: u32,
+        error: wit::TransportError,
+    ) -> Result<wit::Output, wit::Misuse> {
+        let error = transport_from_wit(error);
+        self.0.borrow_mut().handle_transport_error(now, request_id, error).map(output_to_wit).map_err(misuse_to_wit)
     }
 
     fn snapshot(&self) -> String {
@@ -100,9 +114,15 @@ impl wit_account::Guest for Component {
             .map_err(|e| failure_to_wit(e.into()))
     }
 
-    fn parse_threads_info(response: wit::HttpResponse) -> Result<wit::ThreadsInfo, wit::Failure> {
-        account::parse_threads_info(response.status, response.body.as_bytes())
-            .map(|info| wit::ThreadsInfo { threads: info.threads, working_threads: info.working_threads })
+    fn parse_threads_info(reply: wit::Reply) -> Result<wit::ThreadsInfo, wit::Failure> {
+        let response = reply.map_err(|e| account::transport_failure(RequestKind::ThreadsInfo, transport_from_wit(e)));
+        response
+            .and_then(|r| account::parse_threads_info(r.status, r.body.as_bytes()))
+            .map(|info| wit::ThreadsInfo {
+                threads: info.threads,
+                working_threads: info.working_threads,
+                free: info.free(),
+            })
             .map_err(failure_to_wit)
     }
 
@@ -113,8 +133,9 @@ impl wit_account::Guest for Component {
             .map_err(|e| failure_to_wit(e.into()))
     }
 
-    fn parse_balance(response: wit::HttpResponse) -> Result<f64, wit::Failure> {
-        account::parse_balance(response.status, response.body.as_bytes()).map_err(failure_to_wit)
+    fn parse_balance(reply: wit::Reply) -> Result<f64, wit::Failure> {
+        let response = reply.map_err(|e| account::transport_failure(RequestKind::Balance, transport_from_wit(e)));
+        response.and_then(|r| account::parse_balance(r.status, r.body.as_bytes())).map_err(failure_to_wit)
     }
 }
 
@@ -179,10 +200,24 @@ fn class_to_wit(class: Class) -> wit::FailureClass {
     }
 }
 
+fn transport_from_wit(error: wit::TransportError) -> TransportError {
+    match error {
+        wit::TransportError::Timeout => TransportError::Timeout,
+        wit::TransportError::Connect => TransportError::Connect,
+        wit::TransportError::Broken => TransportError::Broken,
+    }
+}
+
 fn failure_to_wit(f: Failure) -> wit::Failure {
+    let origin = match f.origin() {
+        Origin::Input => wit::FailureOrigin::Input,
+        Origin::Service => wit::FailureOrigin::Service,
+        Origin::NoAnswer => wit::FailureOrigin::NoAnswer,
+    };
     wit::Failure {
         code: f.code,
         class: class_to_wit(f.class),
+        origin,
         message: f.message,
         retry_after_ms: f.retry_after_ms,
         field: f.field,
@@ -204,7 +239,7 @@ fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
     wit::HttpRequest {
         id: r.id,
         kind,
-        method: r.method.to_owned(),
+        at: r.at,
         url: r.url,
         content_type: r.content_type.into_owned(),
         body,
@@ -253,7 +288,6 @@ fn solution_from_wit(s: wit::Solution) -> Solution {
 fn output_to_wit(o: Output) -> wit::Output {
     match o {
         Output::Send(r) => wit::Output::Send(request_to_wit(r)),
-        Output::WaitUntil(t) => wit::Output::WaitUntil(t),
         Output::Solved(s) => wit::Output::Solved(solution_to_wit(s)),
         Output::Failed(f) => wit::Output::Failed(failure_to_wit(f)),
     }
@@ -264,6 +298,7 @@ fn misuse_to_wit(m: Misuse) -> wit::Misuse {
         Misuse::TimeWentBackwards { last, .. } => wit::Misuse::TimeWentBackwards(last),
         Misuse::UnknownRequest { request_id } => wit::Misuse::UnknownRequest(request_id),
         Misuse::StaleResponse { request_id } => wit::Misuse::StaleResponse(request_id),
+        Misuse::NotDue { at, .. } => wit::Misuse::NotDue(at),
     }
 }
 

@@ -55,6 +55,10 @@ pub enum Misuse {
     /// solve has finished).
     #[error("request {request_id} is no longer awaited")]
     StaleResponse { request_id: u32 },
+    /// A result for a request that was not due before `at`: it was sent too early, which could
+    /// poll CaptchaAI faster than it allows.
+    #[error("request {request_id} was not due before {at} ms")]
+    NotDue { request_id: u32, at: u64 },
 }
 
 impl Misuse {
@@ -64,6 +68,7 @@ impl Misuse {
             Misuse::TimeWentBackwards { .. } => "time_went_backwards",
             Misuse::UnknownRequest { .. } => "unknown_request",
             Misuse::StaleResponse { .. } => "stale_response",
+            Misuse::NotDue { .. } => "not_due",
         }
     }
 }

@@ -82,20 +82,19 @@ impl Body {
     }
 }
 
-/// An HTTP request for the host to send. Always a `POST` with the key in the body.
+/// An HTTP request for the host to send at `at`. Always a `POST` with the key in the body.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// Feed the reply back with this id.
     pub id: u32,
     pub kind: RequestKind,
-    /// Always `POST`.
-    pub method: &'static str,
+    /// Send at or after this time (epoch ms); a reply to an earlier send is [`crate::Misuse::NotDue`].
+    pub at: u64,
     pub url: String,
     /// The `Content-Type` header value.
     pub content_type: Cow<'static, str>,
     pub body: Body,
-    /// Give up on the reply after this long and report [`TransportError::Timeout`] (the engine
-    /// also treats a request still unanswered by then as timed out).
+    /// Give up on the reply after this long and report [`TransportError::Timeout`].
     pub timeout_ms: u64,
     /// Where the key sits in the body, so `Debug` can hide it.
     key_span: Range<usize>,
@@ -104,9 +103,11 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// Rebuilds a request from its parts (for hosts that receive requests across a boundary,
     /// such as the WebAssembly component), locating the key so `Debug` can still hide it.
+    #[allow(clippy::too_many_arguments)]
     pub fn from_parts(
         id: u32,
         kind: RequestKind,
+        at: u64,
         url: String,
         content_type: impl Into<Cow<'static, str>>,
         body: Body,
@@ -118,14 +119,21 @@ impl HttpRequest {
         let bytes = body.as_bytes();
         let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
         let key_span = start..(start + needle.len()).min(bytes.len());
-        HttpRequest { id, kind, method: "POST", url, content_type, body, timeout_ms, key_span }
+        HttpRequest { id, kind, at, url, content_type, body, timeout_ms, key_span }
     }
 
-    pub(crate) fn form(id: u32, kind: RequestKind, url: String, body: FormBody, timeout_ms: u64) -> HttpRequest {
+    pub(crate) fn form(
+        id: u32,
+        kind: RequestKind,
+        at: u64,
+        url: String,
+        body: FormBody,
+        timeout_ms: u64,
+    ) -> HttpRequest {
         HttpRequest {
             id,
             kind,
-            method: "POST",
+            at,
             url,
             content_type: Cow::Borrowed(FORM_CONTENT_TYPE),
             body: Body::Form(body.text),
@@ -134,11 +142,11 @@ impl HttpRequest {
         }
     }
 
-    pub(crate) fn multipart(id: u32, url: String, body: MultipartBody, timeout_ms: u64) -> HttpRequest {
+    pub(crate) fn multipart(id: u32, at: u64, url: String, body: MultipartBody, timeout_ms: u64) -> HttpRequest {
         HttpRequest {
             id,
             kind: RequestKind::Submit,
-            method: "POST",
+            at,
             url,
             content_type: Cow::Owned(format!("multipart/form-data; boundary={}", body.boundary)),
             body: Body::Multipart(body.bytes),
@@ -163,7 +171,7 @@ impl fmt::Debug for HttpRequest {
         f.debug_struct("HttpRequest")
             .field("id", &self.id)
             .field("kind", &self.kind)
-            .field("method", &self.method)
+            .field("at", &self.at)
             .field("url", &self.url)
             .field("content_type", &self.content_type)
             .field("body", &self.redacted_body())

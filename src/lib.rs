@@ -41,7 +41,6 @@ mod snapshot;
 mod solve;
 mod task;
 mod text;
-pub mod vectors;
 
 #[cfg(all(feature = "component", target_arch = "wasm32"))]
 mod component;

@@ -24,6 +24,11 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// Where the failure comes from (from the code table).
+    pub fn origin(&self) -> crate::codes::Origin {
+        crate::codes::origin(&self.code)
+    }
+
     /// `{"code", "class", "message", "retry_after_ms", "field", "task_id"}` (absent values are null).
     pub fn to_json(&self) -> Json<'_> {
         Json::object([
@@ -98,6 +103,27 @@ impl Solution {
             ("attempts", self.attempts.into()),
             ("expires_at", self.expires_at.into()),
         ])
+    }
+
+    /// The solution as the JSON object a client gets (the WIT's `solution-json`): like
+    /// [`Solution::to_json`], but `answer` is the text itself, or the structured answer's JSON value.
+    pub fn client_json(&self) -> String {
+        let answer = match &self.answer {
+            Answer::Text(text) => Json::from(text.as_str()),
+            Answer::Json(text) => Json::parse(text).unwrap_or_else(|_| Json::from(text.as_str())),
+        };
+        Json::object([
+            ("answer", answer),
+            ("user_agent", self.user_agent.clone().into()),
+            ("task_id", self.task_id.clone().into()),
+            ("submitted_at", self.submitted_at.into()),
+            ("solved_at", self.solved_at.into()),
+            ("elapsed_ms", self.elapsed_ms.into()),
+            ("polls", self.polls.into()),
+            ("attempts", self.attempts.into()),
+            ("expires_at", self.expires_at.into()),
+        ])
+        .to_text()
     }
 
     /// Reads the form [`Solution::to_json`] writes.

@@ -11,8 +11,9 @@ use crate::task::Task;
 
 /// Identifies a snapshot of this engine.
 pub const FORMAT: &str = "captchaai-engine/solve";
-/// The snapshot version this engine writes and reads.
-pub const VERSION: u64 = 1;
+/// The snapshot version this engine writes. It also reads version 1 (engine 0.1), whose
+/// in-flight request is sent again.
+pub const VERSION: u64 = 2;
 
 /// The snapshot text up to the state: `{"format":..,"version":1,"task":..,"config":..,"state":`.
 /// It never changes during a solve, so a solve computes it once.
@@ -44,11 +45,11 @@ pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
     if value.get("format").and_then(Json::as_str) != Some(FORMAT) {
         return Err(RestoreError::Foreign);
     }
-    match value.get("version").and_then(Json::as_u64) {
-        Some(VERSION) => {}
+    let version = match value.get("version").and_then(Json::as_u64) {
+        Some(version @ (1 | VERSION)) => version,
         Some(other) => return Err(RestoreError::UnsupportedVersion(other)),
         None => return Err(RestoreError::Invalid("missing version".into())),
-    }
+    };
     let f = Fields::new(&value, "snapshot", &["format", "version", "task", "config", "state"])
         .map_err(RestoreError::Invalid)?;
     let invalid = |what: &str, e: String| RestoreError::Invalid(format!("{what}: {e}"));
@@ -56,6 +57,7 @@ pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
         .map_err(|e| invalid("task", e.to_string()))?;
     let config =
         Config::from_value(f.value("config").map_err(RestoreError::Invalid)?).map_err(|e| invalid("config", e))?;
-    let state = State::from_json(f.value("state").map_err(RestoreError::Invalid)?).map_err(RestoreError::Invalid)?;
+    let state =
+        State::from_json(f.value("state").map_err(RestoreError::Invalid)?, version).map_err(RestoreError::Invalid)?;
     Ok((task, config, state))
 }

@@ -1,15 +1,19 @@
 //! The solve state machine.
 //!
-//! A host drives one solve by calling [`Solve::poll_output`] with the current time and acting on
-//! the [`Output`]: send the request and feed the reply back with [`Solve::handle_response`] (or
-//! [`Solve::handle_transport_error`]), sleep until the given time, or take the terminal result.
+//! A host drives one solve by calling [`Solve::poll_output`] once with the current time and
+//! acting on the [`Output`]: sleep until the request's `at`, send it, and feed the result back
+//! with [`Solve::handle_response`] (or [`Solve::handle_transport_error`]), which returns the next
+//! output; until a terminal result. A full solve (submit, three not-ready polls, the answer) is
+//! seven calls: create, one `poll_output`, five `handle_response`.
+//!
+//! The state only changes when a result is fed back: until then the solve stays `Ready`, so a
+//! snapshot taken while a request is out (or before sending it) resends the same request.
 //!
 //! ```text
-//!   Ready(submit) ──send──▶ Awaiting(submit) ──id──▶ Ready(poll @ +initial wait) ──send──▶ Awaiting(poll)
-//!        ▲   ▲                 │  ZERO_BALANCE                 ▲                              │
-//!        │   └──busy: +8 s──── Awaiting(threadsinfo)           └──── not ready: +interval ────┤
-//!        └──────────── unsolvable: fresh task (bounded) ─────────────────────────────────────┘
-//!                                                        answer ──▶ Solved      permanent ──▶ Failed
+//!   Ready(submit @ now) ──id──▶ Ready(poll @ +initial wait) ──not ready──▶ Ready(poll @ +interval) ─┐
+//!      ▲   ▲    │ ZERO_BALANCE                        ▲                                             │
+//!      │   └────┴─ Ready(threadsinfo @ now) ─busy: +8 s  └─────────────────────────────────────────────┘
+//!      └────────── unsolvable: fresh task (bounded) ◀── answer ──▶ Solved      permanent ──▶ Failed
 //! ```
 //!
 //! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
@@ -28,11 +32,9 @@ use crate::task::{Task, Upload};
 /// What the host should do next.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
-    /// Send this request, then feed back its reply or transport error.
+    /// Sleep until the request's `at` (epoch ms), send it, then feed back its reply or transport
+    /// error. Asking again before that returns the same request.
     Send(HttpRequest),
-    /// Nothing to do before this time (epoch ms), unless a reply arrives first. Waking early is
-    /// harmless.
-    WaitUntil(u64),
     /// Terminal and sticky: every later call returns the same.
     Solved(Solution),
     /// Terminal and sticky: every later call returns the same.
@@ -66,10 +68,10 @@ struct Derived {
 pub(crate) struct State {
     /// The latest time this solve has been given.
     pub now: u64,
-    /// The id the next request gets (ids start at 1).
+    /// The id of the request the `Ready` step sends (ids start at 1).
     pub next_id: u32,
     pub phase: Phase,
-    /// When the original submit was sent: the deadline counts from here.
+    /// When the original submit was due (its `at`): the deadline counts from here.
     pub started_at: Option<u64>,
     /// Tasks submitted so far for this solve (1 + fresh resubmissions).
     pub attempt: u32,
@@ -89,16 +91,10 @@ pub(crate) struct State {
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Phase {
-    /// `step` may be sent from `at`.
+    /// `step` is sent (as request `next_id`) at `at`; it stays so until its result is fed back.
     Ready {
         step: Step,
         at: u64,
-    },
-    /// Request `id` for `step` was sent at `sent_at`.
-    Awaiting {
-        step: Step,
-        id: u32,
-        sent_at: u64,
     },
     Solved {
         solution: Solution,
@@ -150,14 +146,6 @@ impl State {
             Phase::Ready { step, at } => {
                 ("ready", Json::object([("step", Json::from(step.as_str())), ("at", (*at).into())]))
             }
-            Phase::Awaiting { step, id, sent_at } => (
-                "awaiting",
-                Json::object([
-                    ("step", Json::from(step.as_str())),
-                    ("id", (*id).into()),
-                    ("sent_at", (*sent_at).into()),
-                ]),
-            ),
             Phase::Solved { solution } => ("solved", solution.to_json()),
             Phase::Failed { failure } => ("failed", failure.to_json()),
         };
@@ -177,19 +165,33 @@ impl State {
         ])
     }
 
-    pub(crate) fn from_json(value: &Json<'_>) -> Result<State, String> {
+    /// Reads a state of snapshot `version` (1 or 2). Version 1 also had an `awaiting` phase (a
+    /// request in flight): it becomes `Ready` for that request again, so it is sent once more.
+    pub(crate) fn from_json(value: &Json<'_>, version: u64) -> Result<State, String> {
         let f = Fields::new(value, "state", &STATE_FIELDS)?;
         let pending = f.opt_value("pending").map(Failure::from_json).transpose()?;
+        let mut next_id = f.u32("next_id")?;
+        let mut polls = f.u32("polls")?;
+        let phase = match phase_from_json(f.value("phase")?, version)? {
+            (phase, None) => phase,
+            (phase, Some((id, step))) => {
+                next_id = id;
+                if step == Step::Poll {
+                    polls = polls.saturating_sub(1);
+                }
+                phase
+            }
+        };
         Ok(State {
             now: f.u64("now")?,
-            next_id: f.u32("next_id")?,
-            phase: phase_from_json(f.value("phase")?)?,
+            next_id,
+            phase,
             started_at: f.opt_u64("started_at")?,
             attempt: f.u32("attempt")?,
             submit_retries: f.u32("submit_retries")?,
             poll_errors: f.u32("poll_errors")?,
             busy_rounds: f.u32("busy_rounds")?,
-            polls: f.u32("polls")?,
+            polls,
             task_id: f.opt_string("task_id")?,
             rng: f.u64("rng")?,
             pending,
@@ -197,18 +199,20 @@ impl State {
     }
 }
 
-fn phase_from_json(value: &Json<'_>) -> Result<Phase, String> {
+/// The phase, and for a version-1 `awaiting` phase the request id and step it was sending.
+fn phase_from_json(value: &Json<'_>, version: u64) -> Result<(Phase, Option<(u32, Step)>), String> {
     match single(value, "phase")? {
         ("ready", body) => {
             let f = Fields::new(body, "phase.ready", &["step", "at"])?;
-            Ok(Phase::Ready { step: f.name("step", Step::parse)?, at: f.u64("at")? })
+            Ok((Phase::Ready { step: f.name("step", Step::parse)?, at: f.u64("at")? }, None))
         }
-        ("awaiting", body) => {
+        ("awaiting", body) if version == 1 => {
             let f = Fields::new(body, "phase.awaiting", &["step", "id", "sent_at"])?;
-            Ok(Phase::Awaiting { step: f.name("step", Step::parse)?, id: f.u32("id")?, sent_at: f.u64("sent_at")? })
+            let step = f.name("step", Step::parse)?;
+            Ok((Phase::Ready { step, at: f.u64("sent_at")? }, Some((f.u32("id")?, step))))
         }
-        ("solved", body) => Ok(Phase::Solved { solution: Solution::from_json(body)? }),
-        ("failed", body) => Ok(Phase::Failed { failure: Failure::from_json(body)? }),
+        ("solved", body) => Ok((Phase::Solved { solution: Solution::from_json(body)? }, None)),
+        ("failed", body) => Ok((Phase::Failed { failure: Failure::from_json(body)? }, None)),
         (other, _) => Err(format!("unknown phase `{}`", other.chars().take(32).collect::<String>())),
     }
 }
@@ -222,7 +226,7 @@ impl Solve {
             now,
             next_id: 1,
             phase: Phase::Ready { step: Step::Submit, at: now },
-            started_at: None,
+            started_at: Some(now),
             attempt: 1,
             submit_retries: 0,
             poll_errors: 0,
@@ -291,7 +295,8 @@ impl Solve {
         self.state.task_id.as_deref()
     }
 
-    /// When the solve's deadline passes (epoch ms); known once the first submit was sent.
+    /// When the solve's deadline passes (epoch ms), counted from the original submit (due when
+    /// the solve was created). `None` only for a version-1 snapshot restored before its submit.
     pub fn deadline(&self) -> Option<u64> {
         self.state.started_at.map(|start| start.saturating_add(self.timings.deadline_ms))
     }
@@ -301,58 +306,78 @@ impl Solve {
         matches!(self.state.phase, Phase::Solved { .. } | Phase::Failed { .. })
     }
 
-    /// The next thing to do at `now` (epoch ms). A request left unanswered past its
-    /// `timeout_ms` counts as timed out here.
+    /// What to do at `now` (epoch ms): the request to send at its `at`, or the terminal outcome.
+    /// A solve whose deadline passed before its next request went out fails here.
     pub fn poll_output(&mut self, now: u64) -> Result<Output, Misuse> {
         self.check_time(now)?;
         self.state.now = now;
-        loop {
-            match self.state.phase {
-                Phase::Solved { ref solution } => return Ok(Output::Solved(solution.clone())),
-                Phase::Failed { ref failure } => return Ok(Output::Failed(failure.clone())),
-                Phase::Awaiting { step, sent_at, .. } => {
-                    let until = sent_at.saturating_add(self.config.request_timeout_ms);
-                    if now < until {
-                        return Ok(Output::WaitUntil(until));
-                    }
-                    self.on_transport(now, step, TransportError::Timeout);
-                }
-                Phase::Ready { step, at } => {
-                    if now < at {
-                        return Ok(Output::WaitUntil(at));
-                    }
-                    if self.deadline().is_some_and(|deadline| now >= deadline) {
-                        let failure = self.state.pending.take().unwrap_or_else(|| self.deadline_failure());
-                        self.finish_failed(failure);
-                        continue;
-                    }
-                    return Ok(Output::Send(self.send(step, now)));
-                }
-            }
-        }
+        Ok(self.output(now))
     }
 
-    /// Feeds back the reply to request `request_id`, received at `now`.
-    pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<(), Misuse> {
-        self.check_time(now)?;
-        let step = self.awaited(request_id)?;
-        self.state.now = now;
-        let reply = reply::parse(status, body);
+    /// Feeds back the reply to request `request_id`, received at `now`, and returns the next
+    /// output. The body is read as text: invalid UTF-8 becomes U+FFFD first
+    /// (`String::from_utf8_lossy`), exactly as every host of the component passes it.
+    pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<Output, Misuse> {
+        let step = self.take_result(now, request_id)?;
+        let text = String::from_utf8_lossy(body);
+        let reply = reply::parse(status, text.as_bytes());
         match step {
             Step::Submit => self.on_submit_reply(now, reply),
-            Step::ThreadsInfo => self.on_threads_reply(now, reply),
             Step::Poll => self.on_poll_reply(now, reply),
+            Step::ThreadsInfo => self.on_threads_reply(now, reply),
         }
-        Ok(())
+        Ok(self.output(now))
     }
 
-    /// Reports that request `request_id` failed without a reply.
-    pub fn handle_transport_error(&mut self, now: u64, request_id: u32, error: TransportError) -> Result<(), Misuse> {
-        self.check_time(now)?;
-        let step = self.awaited(request_id)?;
-        self.state.now = now;
+    /// Reports that request `request_id` failed without a reply at `now` (a host times a request
+    /// out after its `timeout_ms`), and returns the next output.
+    pub fn handle_transport_error(
+        &mut self,
+        now: u64,
+        request_id: u32,
+        error: TransportError,
+    ) -> Result<Output, Misuse> {
+        let step = self.take_result(now, request_id)?;
         self.on_transport(now, step, error);
-        Ok(())
+        Ok(self.output(now))
+    }
+
+    /// The output at `now`: the terminal result, the deadline failure if the next request can
+    /// no longer go out in time, or that request.
+    fn output(&mut self, now: u64) -> Output {
+        if matches!(self.state.phase, Phase::Ready { .. }) && self.deadline().is_some_and(|deadline| now >= deadline) {
+            let failure = self.state.pending.take().unwrap_or_else(|| self.deadline_failure());
+            self.finish_failed(failure);
+        }
+        match self.state.phase {
+            Phase::Solved { ref solution } => Output::Solved(solution.clone()),
+            Phase::Failed { ref failure } => Output::Failed(failure.clone()),
+            Phase::Ready { step, at } => Output::Send(self.request(step, at)),
+        }
+    }
+
+    /// Checks that `request_id` is the request due now and records it as sent: a result for it
+    /// has come back.
+    fn take_result(&mut self, now: u64, request_id: u32) -> Result<Step, Misuse> {
+        self.check_time(now)?;
+        let (step, at) = match self.state.phase {
+            Phase::Ready { step, at } if request_id == self.state.next_id => (step, at),
+            _ if request_id >= 1 && request_id < self.state.next_id => {
+                return Err(Misuse::StaleResponse { request_id });
+            }
+            _ => return Err(Misuse::UnknownRequest { request_id }),
+        };
+        if now < at {
+            return Err(Misuse::NotDue { request_id, at });
+        }
+        self.state.now = now;
+        self.state.next_id = request_id.saturating_add(1);
+        self.state.started_at.get_or_insert(at);
+        if step == Step::Poll {
+            self.state.polls = self.state.polls.saturating_add(1);
+        }
+        self.state.pending = None;
+        Ok(step)
     }
 
     fn check_time(&self, now: u64) -> Result<(), Misuse> {
@@ -362,29 +387,15 @@ impl Solve {
         Ok(())
     }
 
-    fn awaited(&self, request_id: u32) -> Result<Step, Misuse> {
-        match self.state.phase {
-            Phase::Awaiting { step, id, .. } if id == request_id => Ok(step),
-            _ if request_id >= 1 && request_id < self.state.next_id => Err(Misuse::StaleResponse { request_id }),
-            _ => Err(Misuse::UnknownRequest { request_id }),
-        }
-    }
-
-    fn send(&mut self, step: Step, now: u64) -> HttpRequest {
+    /// The request for `step`, due at `at`, with id `next_id`.
+    fn request(&mut self, step: Step, at: u64) -> HttpRequest {
         let id = self.state.next_id;
-        self.state.next_id = id.saturating_add(1);
-        self.state.started_at.get_or_insert(now);
-        if step == Step::Poll {
-            self.state.polls = self.state.polls.saturating_add(1);
-        }
-        self.state.phase = Phase::Awaiting { step, id, sent_at: now };
-        self.state.pending = None;
         let timeout = self.config.request_timeout_ms;
         match step {
-            Step::Submit => self.submit_request(id, timeout),
+            Step::Submit => self.submit_request(id, at, timeout),
             Step::ThreadsInfo => {
                 let body = http::FormWriter::new(&self.key, 24).pair("action", "threadsinfo").finish();
-                HttpRequest::form(id, RequestKind::ThreadsInfo, self.derived.res_url.clone(), body, timeout)
+                HttpRequest::form(id, RequestKind::ThreadsInfo, at, self.derived.res_url.clone(), body, timeout)
             }
             Step::Poll => {
                 let task_id = self.state.task_id.as_deref().unwrap_or_default();
@@ -398,29 +409,32 @@ impl Solve {
                         body
                     }
                 };
-                HttpRequest::form(id, RequestKind::Poll, self.derived.res_url.clone(), body, timeout)
+                HttpRequest::form(id, RequestKind::Poll, at, self.derived.res_url.clone(), body, timeout)
             }
         }
     }
 
-    fn submit_request(&self, id: u32, timeout: u64) -> HttpRequest {
+    fn submit_request(&self, id: u32, at: u64, timeout: u64) -> HttpRequest {
         let url = self.derived.submit_url.clone();
         match (self.task.upload(), self.task.image()) {
             (Upload::Multipart, Some(image)) => {
                 let bytes = image_bytes(&image.base64);
                 let params = self.task.params();
-                HttpRequest::multipart(id, url, http::multipart_body(&self.key, &params, image, &bytes), timeout)
+                HttpRequest::multipart(id, at, url, http::multipart_body(&self.key, &params, image, &bytes), timeout)
             }
             _ => {
                 let body =
                     self.derived.submit_body.clone().unwrap_or_else(|| http::FormWriter::new(&self.key, 0).finish());
-                HttpRequest::form(id, RequestKind::Submit, url, body, timeout)
+                HttpRequest::form(id, RequestKind::Submit, at, url, body, timeout)
             }
         }
     }
 
     fn on_submit_reply(&mut self, now: u64, reply: Reply) {
         match reply {
+            Reply::Ok { value, .. } if garbled(&value) => {
+                self.on_code(now, Step::Submit, unexpected_reply(), "", GARBLED)
+            }
             Reply::Ok { value, user_agent } if self.task.is_sync() => self.finish_solved(now, &value, user_agent),
             Reply::Ok { value, .. } => match task_id_of(&value) {
                 Some(task_id) => {
@@ -436,6 +450,9 @@ impl Solve {
 
     fn on_poll_reply(&mut self, now: u64, reply: Reply) {
         match reply {
+            Reply::Ok { value, .. } if garbled(&value) => {
+                self.on_code(now, Step::Poll, unexpected_reply(), "", GARBLED)
+            }
             Reply::Ok { value, user_agent } => self.finish_solved(now, &value, user_agent),
             other => self.on_other_reply(now, Step::Poll, other),
         }
@@ -635,6 +652,17 @@ fn unexpected_reply() -> &'static CodeInfo {
     code_info(codes::UNEXPECTED_REPLY)
 }
 
+const GARBLED: &str = " (the answer holds invalid UTF-8)";
+
+/// Whether an answer holds U+FFFD: the reply had invalid UTF-8 there (hosts replace it with
+/// U+FFFD), so the value is not what the service sent and must not be handed out.
+fn garbled(value: &Json<'_>) -> bool {
+    match value {
+        Json::String(s) => s.contains('\u{FFFD}'),
+        other => other.to_text().contains('\u{FFFD}'),
+    }
+}
+
 /// A task id is a short run of printable characters, sent as a string or an integer.
 fn task_id_of(value: &Json<'_>) -> Option<String> {
     let id = match value {
@@ -662,18 +690,7 @@ fn check_state(state: &State, config: &Config) -> Result<(), String> {
         return Err("task_id is malformed".into());
     }
     match state.phase {
-        Phase::Awaiting { id, sent_at, step } => {
-            if id == 0 || id >= state.next_id || sent_at > state.now {
-                return Err("the awaited request is inconsistent".into());
-            }
-            if step == Step::Poll && state.task_id.is_none() {
-                return Err("polling without a task id".into());
-            }
-        }
-        Phase::Ready { step: Step::Poll, .. } if state.task_id.is_none() => {
-            return Err("polling without a task id".into());
-        }
-        _ => {}
+        Phase::Ready { step: Step::Poll, .. } if state.task_id.is_none() => Err("polling without a task id".into()),
+        _ => Ok(()),
     }
-    Ok(())
 }

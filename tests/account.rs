@@ -12,8 +12,8 @@ fn threadsinfo_and_getbalance_requests_post_the_key_in_the_body() {
     let config = Config { base_url: "http://127.0.0.1:8099/".into(), ..Default::default() };
     let threads = account::threads_info_request(&key, &config).unwrap();
     assert_eq!(
-        (threads.kind, threads.method, threads.url.as_str()),
-        (RequestKind::ThreadsInfo, "POST", "http://127.0.0.1:8099/res.php")
+        (threads.kind, threads.at, threads.url.as_str()),
+        (RequestKind::ThreadsInfo, 0, "http://127.0.0.1:8099/res.php")
     );
     assert!(threads.body == Body::Form(format!("key={KEY}&action=threadsinfo&json=1")));
     let balance = account::balance_request(&key, &Config::default()).unwrap();

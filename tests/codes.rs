@@ -132,7 +132,7 @@ fn unsolvable_after_the_resubmission_budget_is_the_unsolvable_outcome() {
         let submit = expect_send(&mut solve, now);
         json_reply(&mut solve, now + 100, &submit, &format!(r#"{{"status":1,"request":"{attempt}"}}"#));
         now = match solve.poll_output(now + 100).unwrap() {
-            captchaai_engine::Output::WaitUntil(t) => t,
+            captchaai_engine::Output::Send(poll) => poll.at,
             other => panic!("{other:?}"),
         };
         let poll = expect_send(&mut solve, now);

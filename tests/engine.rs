@@ -163,7 +163,25 @@ fn host_misuse_is_a_typed_error_and_changes_nothing() {
         solve.handle_response(1_200, submit.id, 200, b"again"),
         Err(Misuse::StaleResponse { request_id: submit.id })
     );
-    assert_eq!(solve.poll_output(1_150), Ok(Output::WaitUntil(11_100)), "an early wake-up is harmless");
+    let Ok(Output::Send(poll)) = solve.poll_output(1_150) else { panic!("expected the first poll") };
+    assert_eq!((poll.kind, poll.at), (RequestKind::Poll, 11_100), "asking early is harmless");
+    let before = solve.snapshot();
+    assert_eq!(
+        solve.handle_response(11_099, poll.id, 200, b"CAPCHA_NOT_READY"),
+        Err(Misuse::NotDue { request_id: poll.id, at: 11_100 }),
+        "a reply to a request sent before it was due is refused"
+    );
+    assert_eq!(solve.snapshot(), before, "and changes nothing");
+}
+
+#[test]
+fn the_request_stays_the_same_until_its_result_comes_back() {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    let snapshot = solve.snapshot();
+    assert_eq!(expect_send(&mut solve, 50), submit, "asking again gives the same request");
+    let mut restored = Solve::restore(&snapshot, captchaai_engine::ApiKey::new(KEY).unwrap()).unwrap();
+    assert_eq!(expect_send(&mut restored, 60), submit, "a snapshot taken while it is out sends it again");
 }
 
 #[test]
@@ -183,10 +201,11 @@ fn terminal_outputs_are_sticky() {
 // Timing -------------------------------------------------------------------------------------
 
 #[test]
-fn an_unanswered_request_times_out_inside_the_engine() {
+fn a_request_the_host_timed_out_is_retried_after_the_interval() {
     let mut solve = start(&turnstile_task());
     let (poll, at) = to_first_poll(&mut solve);
-    assert_eq!(solve.poll_output(at + 10).unwrap(), Output::WaitUntil(at + 30_000), "waiting for the reply");
+    assert_eq!(poll.timeout_ms, 30_000);
+    solve.handle_transport_error(at + 30_000, poll.id, TransportError::Timeout).unwrap();
     match reaction(&mut solve, at + 30_000) {
         Reaction::Sends { kind: RequestKind::Poll, after_ms, .. } => assert_eq!(after_ms, 5_000),
         other => panic!("{other:?}"),
@@ -208,12 +227,12 @@ fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
     let end = loop {
         match solve.poll_output(now).unwrap() {
             Output::Send(request) => {
+                now = now.max(request.at);
                 assert!(now < 30_000, "sent at {now}, after the deadline");
                 // A slow upstream: every poll hangs until the host's timeout.
                 now += request.timeout_ms;
                 solve.handle_transport_error(now, request.id, TransportError::Timeout).unwrap();
             }
-            Output::WaitUntil(t) => now = t,
             Output::Failed(f) => break (now, f),
             Output::Solved(s) => panic!("{s:?}"),
         }
@@ -240,12 +259,12 @@ fn a_late_host_gets_the_pending_failure_not_a_send() {
 
 #[test]
 fn solutions_carry_timing_expiry_and_freshness() {
-    let mut solve = start(&recaptcha_task());
+    let mut solve = Solve::from_json(&recaptcha_task(), KEY, &Config::default(), 1_000).unwrap();
     let submit = expect_send(&mut solve, 1_000);
     json_reply(&mut solve, 1_300, &submit, r#"{"status":1,"request":73846221}"#);
     assert_eq!(solve.task_id(), Some("73846221"));
-    assert_eq!(solve.poll_output(1_300).unwrap(), Output::WaitUntil(16_300), "reCAPTCHA waits 15 s first");
     let poll = expect_send(&mut solve, 16_300);
+    assert_eq!(poll.at, 16_300, "reCAPTCHA waits 15 s first");
     json_reply(&mut solve, 16_500, &poll, r#"{"status":1,"request":"03AGtoken"}"#);
     let Output::Solved(solution) = solve.poll_output(16_500).unwrap() else { panic!() };
     assert_eq!(solution.answer.as_str(), "03AGtoken");
@@ -265,7 +284,7 @@ fn snapshots_never_hold_the_key_and_restore_continues() {
     let (poll, at) = to_first_poll(&mut solve);
     let snapshot = solve.snapshot();
     assert!(!snapshot.contains(KEY));
-    assert!(snapshot.starts_with(r#"{"format":"captchaai-engine/solve","version":1,"#), "{snapshot}");
+    assert!(snapshot.starts_with(r#"{"format":"captchaai-engine/solve","version":2,"#), "{snapshot}");
     assert!(snapshot.len() < 1_024, "small: {} bytes", snapshot.len());
     let mut restored = Solve::restore(&snapshot, ApiKey::new(KEY).unwrap()).unwrap();
     assert_eq!(restored.snapshot(), snapshot);
@@ -276,6 +295,21 @@ fn snapshots_never_hold_the_key_and_restore_continues() {
     );
 }
 
+/// A snapshot written by engine 0.1 (format version 1) while a poll was in flight: the poll is
+/// sent again under the same id, so an upgrade loses no solve.
+#[test]
+fn version_1_snapshots_restore_and_resend_the_request_in_flight() {
+    let v1 = r#"{"format":"captchaai-engine/solve","version":1,"task":{"type":"turnstile","sitekey":"0x4AAAAAAABkMYinukE8nzY","pageurl":"https://portal.example.com/export"},"config":{"base_url":"https://ocr.captchaai.com","request_timeout_ms":30000,"deadline_ms":null,"initial_wait_ms":null,"poll_interval_ms":null,"max_submit_retries":5,"max_poll_errors":10,"unsolvable_retries":1,"jitter_seed":null,"max_jitter_ms":1000},"state":{"now":10100,"next_id":3,"phase":{"awaiting":{"step":"poll","id":2,"sent_at":10100}},"started_at":0,"attempt":1,"submit_retries":0,"poll_errors":0,"busy_rounds":0,"polls":1,"task_id":"7412","rng":0,"pending":null}}"#;
+    let mut solve = Solve::restore(v1, ApiKey::new(KEY).unwrap()).unwrap();
+    let poll = expect_send(&mut solve, 10_500);
+    assert_eq!((poll.id, poll.kind, poll.at), (2, RequestKind::Poll, 10_100));
+    json_reply(&mut solve, 10_700, &poll, r#"{"status":1,"request":"0.tok"}"#);
+    let Output::Solved(solution) = solve.poll_output(10_700).unwrap() else { panic!("expected the answer") };
+    assert_eq!((solution.polls, solution.submitted_at), (1, 0), "the resent poll is counted once");
+    let v2 = solve.snapshot();
+    assert!(v2.contains(r#""version":2"#), "written back as version 2");
+}
+
 #[test]
 fn broken_snapshots_are_typed_errors() {
     let key = || ApiKey::new(KEY).unwrap();
@@ -284,8 +318,8 @@ fn broken_snapshots_are_typed_errors() {
     assert!(matches!(Solve::restore("not json", key()).err(), Some(RestoreError::Malformed(_))));
     assert_eq!(Solve::restore(r#"{"hello":"world"}"#, key()).err(), Some(RestoreError::Foreign));
     assert_eq!(Solve::restore("[1,2]", key()).err(), Some(RestoreError::Foreign));
-    let v2 = snapshot.replace(r#""version":1"#, r#""version":2"#);
-    assert_eq!(Solve::restore(&v2, key()).err(), Some(RestoreError::UnsupportedVersion(2)));
+    let v3 = snapshot.replace(r#""version":2"#, r#""version":3"#);
+    assert_eq!(Solve::restore(&v3, key()).err(), Some(RestoreError::UnsupportedVersion(3)));
     for (from, to) in [
         (r#""next_id":1"#, r#""next_id":0"#),
         (r#""attempt":1"#, r#""attempt":9"#),

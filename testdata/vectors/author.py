@@ -64,6 +64,11 @@ def not_ready(after_ms=200):
     return code("CAPCHA_NOT_READY", after_ms)
 
 
+def reply_bytes(data, after_ms=300, status=200):
+    """A reply whose body is any bytes (e.g. invalid UTF-8), stored as base64."""
+    return {"reply": {"after_ms": after_ms, "status": status, "body_base64": b64(data)}}
+
+
 def transport(error, after_ms=1000):
     return {"transport": {"after_ms": after_ms, "error": error}}
 
@@ -257,7 +262,7 @@ vector("fault_transport_at_submit", "a connect error at submit is retried", TURN
        [transport("connect"), ok("7424"), ok("0.tok")], solved(3, "0.tok"))
 vector("fault_transport_while_polling", "a timeout while polling is polled again", TURNSTILE,
        [ok("7425"), transport("timeout", 30000), ok("0.tok")], solved(3, "0.tok"))
-vector("fault_silent_upstream", "no reply and no report: the engine's own 30 s request timeout applies", TURNSTILE,
+vector("fault_silent_upstream", "no reply: the host times the request out after its 30 s timeout_ms", TURNSTILE,
        [ok("7426"), "silence", ok("0.tok")], solved(3, "0.tok"))
 vector("fault_submit_retries_exhausted", "server errors on every submit: five retries, then transient", TURNSTILE,
        [code("ERROR_SERVER_ERROR")] * 6, failed("ERROR_SERVER_ERROR", "transient", 6, 10000), config={"deadline_ms": 600000})
@@ -268,10 +273,22 @@ vector("fault_poll_errors_exhausted", "unreadable replies on every poll: the pol
 vector("deadline_expiry", "not ready until the deadline: nothing is sent at or after it", TURNSTILE,
        [ok("7428")] + [not_ready()] * 40, failed("DEADLINE_EXCEEDED", "transient", 23))
 vector("restore_mid_solve", "snapshot and restore before several steps: same transcript as without",
-       RECAPTCHA, [ok(1005), not_ready(), not_ready(), ok(TOKEN)], solved(4, TOKEN), restore_before=[1, 2, 3, 5, 6])
+       RECAPTCHA, [ok(1005), not_ready(), not_ready(), ok(TOKEN)], solved(4, TOKEN), restore_before=[0, 1, 2, 3])
 vector("restore_mid_busy_wait", "restore while waiting for a thread and while threadsinfo is in flight",
        TURNSTILE, [code("ERROR_ZERO_BALANCE"), threads(5, 5), ok("7429"), ok("0.tok")], solved(4, "0.tok"),
-       restore_before=[1, 2, 3, 4])
+       restore_before=[1, 2, 3])
+vector("reply_invalid_utf8_answer",
+       "a poll answer with an invalid UTF-8 byte is unreadable (never a token with U+FFFD in it): polled again",
+       TURNSTILE, [ok("7432"), reply_bytes(b'{"status":1,"request":"0.tok\xff"}'), ok("0.tok")], solved(3, "0.tok"))
+vector("reply_invalid_utf8_not_ready",
+       "invalid UTF-8 outside the fields the engine reads changes nothing: a not-ready with a garbled error_text",
+       TURNSTILE, [ok("7433"), reply_bytes(b'{"status":0,"request":"CAPCHA_NOT_READY","error_text":"\xc3\x28"}'),
+                   ok("0.tok")], solved(3, "0.tok"))
+vector("reply_invalid_utf8_task_id", "a submit reply whose task id holds invalid UTF-8 is unreadable: submitted again",
+       TURNSTILE, [reply_bytes(b'{"status":1,"request":"74\xed\xa0\x80"}'), ok("7434"), ok("0.tok")], solved(3, "0.tok"))
+vector("reply_invalid_utf8_html", "an HTML 502 page with invalid UTF-8 is unreadable like any other: polled again",
+       TURNSTILE, [ok("7435"), reply_bytes(b"<html>\xfe\xff 502 Bad Gateway</html>", status=502), ok("0.tok")],
+       solved(3, "0.tok"))
 vector("jitter_seeded", "a jitter seed adds reproducible 0-1000 ms to every wait", RECAPTCHA,
        [ok(1006), not_ready(), ok(TOKEN)], solved(3, TOKEN), config={"jitter_seed": 42})
 vector("config_base_url_and_timeouts", "a custom base URL with a path prefix, request timeout and poll interval", TURNSTILE,
@@ -292,7 +309,8 @@ def main():
             old = json.loads(path.read_text())
             if {k: old.get(k) for k in v} == v:
                 transcript = old.get("transcript", [])
-        path.write_text(json.dumps({**v, "transcript": transcript}, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps({**v, "transcript": transcript}, indent=2, sort_keys=True, ensure_ascii=False)
+        path.write_text(text + "\n")
     for stale in HERE.glob("*.json"):
         if stale.stem not in names:
             stale.unlink()

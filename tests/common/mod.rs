@@ -24,11 +24,11 @@ pub fn start_with(task: &str, config: &Config) -> Solve {
     Solve::from_json(task, KEY, config, 0).unwrap_or_else(|f| panic!("task rejected: {f}"))
 }
 
-/// The next output must be a request; returns it.
+/// The next output must be a request due at `now` or earlier; returns it.
 pub fn expect_send(solve: &mut Solve, now: u64) -> HttpRequest {
     match solve.poll_output(now).unwrap() {
-        Output::Send(request) => request,
-        other => panic!("expected a request at {now}, got {other:?}"),
+        Output::Send(request) if request.at <= now => request,
+        other => panic!("expected a request due at {now}, got {other:?}"),
     }
 }
 
@@ -55,12 +55,7 @@ pub enum Reaction {
 
 pub fn reaction(solve: &mut Solve, now: u64) -> Reaction {
     match solve.poll_output(now).unwrap() {
-        Output::Send(request) => Reaction::Sends { kind: request.kind, after_ms: 0, request },
-        Output::WaitUntil(t) => match solve.poll_output(t).unwrap() {
-            Output::Send(request) => Reaction::Sends { kind: request.kind, after_ms: t - now, request },
-            Output::Failed(f) => Reaction::Failed(f),
-            other => panic!("unexpected after waiting: {other:?}"),
-        },
+        Output::Send(request) => Reaction::Sends { kind: request.kind, after_ms: request.at - now, request },
         Output::Failed(f) => Reaction::Failed(f),
         Output::Solved(s) => Reaction::Solved(s),
     }
@@ -70,6 +65,6 @@ pub fn reaction(solve: &mut Solve, now: u64) -> Reaction {
 pub fn to_first_poll(solve: &mut Solve) -> (HttpRequest, u64) {
     let submit = expect_send(solve, 0);
     json_reply(solve, 100, &submit, r#"{"status":1,"request":"7412"}"#);
-    let Output::WaitUntil(t) = solve.poll_output(100).unwrap() else { panic!("expected the initial wait") };
-    (expect_send(solve, t), t)
+    let Output::Send(poll) = solve.poll_output(100).unwrap() else { panic!("expected the first poll") };
+    (poll.clone(), poll.at)
 }

@@ -1,0 +1,364 @@
+//! Golden vectors: the schema of `testdata/vectors/*.json` and the reference replayer.
+//!
+//! A vector is a task, a config, a key, a start time and a script of what the upstream does with
+//! each request the engine sends. Replaying it gives a transcript: every output, reply and
+//! restore, with its virtual time. Every host (native, the `.wasm` in wasmtime, Python,
+//! JavaScript) replays every vector with the same algorithm and must produce exactly the stored
+//! transcript. `testdata/vectors/README.md` documents the format and the algorithm.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use captchaai_engine::{Answer, Body, Config, Failure, Misuse, Output, Solution, Solve, TransportError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Replays stop after this many events (a runaway engine is reported, not looped on).
+pub const MAX_EVENTS: usize = 1_000;
+
+/// One vector file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vector {
+    pub name: String,
+    pub description: String,
+    pub key: String,
+    /// Config JSON (missing fields take defaults).
+    #[serde(default = "empty_object")]
+    pub config: Value,
+    /// Task JSON.
+    pub task: Value,
+    /// The first `now` (epoch ms).
+    #[serde(default)]
+    pub start_ms: u64,
+    /// What the upstream does with each sent request, in order.
+    pub script: Vec<Scripted>,
+    /// Snapshot and restore (with the key) before sending these 0-based requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restore_before: Vec<u64>,
+    /// A summary of the expected outcome written by hand (`outcome`, `code`, `class`, `sends`),
+    /// checked against the transcript so a regenerated transcript cannot silently change meaning.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub expect: Value,
+    /// The expected transcript.
+    #[serde(default)]
+    pub transcript: Vec<Value>,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// The upstream's behaviour for one request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scripted {
+    /// `{"reply": {"after_ms", "status", "body" | "body_base64"}}`: the reply arrives `after_ms`
+    /// after sending.
+    Reply(ScriptedReply),
+    /// `{"transport": {"after_ms", "error"}}`: the host reports a transport error (`timeout`,
+    /// `connect`, `broken`) `after_ms` after sending.
+    Transport(ScriptedTransport),
+    /// `"silence"`: nothing comes back; the host times the request out after its `timeout_ms`
+    /// and reports `timeout`.
+    Silence,
+}
+
+/// A scripted reply. The body is `body` (text) or `body_base64` (any bytes, e.g. invalid UTF-8).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedReply {
+    pub after_ms: u64,
+    pub status: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
+}
+
+impl ScriptedReply {
+    /// The body bytes as the upstream sends them.
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        match (&self.body, &self.body_base64) {
+            (Some(text), None) => Ok(text.as_bytes().to_vec()),
+            (None, Some(b64)) => STANDARD.decode(b64).map_err(|e| format!("body_base64: {e}")),
+            _ => Err("a reply needs exactly one of `body` and `body_base64`".into()),
+        }
+    }
+}
+
+/// A scripted transport error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedTransport {
+    pub after_ms: u64,
+    pub error: String,
+}
+
+impl Vector {
+    /// Parses a vector file.
+    pub fn parse(text: &str) -> Result<Vector, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The vector as pretty JSON with sorted keys (the files' canonical form, as Python's
+    /// `json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)` writes it), without the
+    /// final newline.
+    pub fn to_pretty(&self) -> String {
+        serde_json::to_value(self).and_then(|value| serde_json::to_string_pretty(&value)).unwrap_or_default()
+    }
+}
+
+/// What the replayer needs from an engine: the native [`Solve`] or one behind a boundary (the
+/// WebAssembly component). Values cross as the native types.
+pub trait Engine {
+    type Solve;
+    fn create(&mut self, task_json: &str, key: &str, config: &Config, now: u64) -> Result<Self::Solve, Failure>;
+    /// Restores a snapshot; an error is reported as text.
+    fn restore(&mut self, snapshot: &str, key: &str) -> Result<Self::Solve, String>;
+    fn snapshot(&mut self, solve: &Self::Solve) -> String;
+    fn poll_output(&mut self, solve: &mut Self::Solve, now: u64) -> Result<Output, Misuse>;
+    /// Feeds a reply; `body` is the bytes as received (a host across a text boundary converts
+    /// them with `String::from_utf8_lossy` first, as the WIT says).
+    fn handle_response(
+        &mut self,
+        solve: &mut Self::Solve,
+        now: u64,
+        id: u32,
+        status: u16,
+        body: &[u8],
+    ) -> Result<Output, Misuse>;
+    fn handle_transport_error(
+        &mut self,
+        solve: &mut Self::Solve,
+        now: u64,
+        id: u32,
+        error: TransportError,
+    ) -> Result<Output, Misuse>;
+}
+
+/// The engine itself.
+pub struct Native;
+
+impl Engine for Native {
+    type Solve = Solve;
+
+    fn create(&mut self, task_json: &str, key: &str, config: &Config, now: u64) -> Result<Solve, Failure> {
+        Solve::from_json(task_json, key, config, now)
+    }
+
+    fn restore(&mut self, snapshot: &str, key: &str) -> Result<Solve, String> {
+        let key = captchaai_engine::ApiKey::new(key).map_err(|e| e.to_string())?;
+        Solve::restore(snapshot, key).map_err(|e| e.to_string())
+    }
+
+    fn snapshot(&mut self, solve: &Solve) -> String {
+        solve.snapshot()
+    }
+
+    fn poll_output(&mut self, solve: &mut Solve, now: u64) -> Result<Output, Misuse> {
+        solve.poll_output(now)
+    }
+
+    fn handle_response(
+        &mut self,
+        solve: &mut Solve,
+        now: u64,
+        id: u32,
+        status: u16,
+        body: &[u8],
+    ) -> Result<Output, Misuse> {
+        solve.handle_response(now, id, status, body)
+    }
+
+    fn handle_transport_error(
+        &mut self,
+        solve: &mut Solve,
+        now: u64,
+        id: u32,
+        error: TransportError,
+    ) -> Result<Output, Misuse> {
+        solve.handle_transport_error(now, id, error)
+    }
+}
+
+/// `{"code", "class", "origin", "message", "retry_after_ms", "field", "task_id"}`.
+pub fn failure_json(f: &Failure) -> Value {
+    json!({
+        "code": f.code,
+        "class": f.class.as_str(),
+        "origin": f.origin().as_str(),
+        "message": f.message,
+        "retry_after_ms": f.retry_after_ms,
+        "field": f.field,
+        "task_id": f.task_id,
+    })
+}
+
+/// `{"answer": {"text": s} | {"json": s}, "user_agent", "task_id", "submitted_at", ...}`.
+pub fn solution_json(s: &Solution) -> Value {
+    let answer = match &s.answer {
+        Answer::Text(text) => json!({ "text": text }),
+        Answer::Json(text) => json!({ "json": text }),
+    };
+    json!({
+        "answer": answer,
+        "user_agent": s.user_agent,
+        "task_id": s.task_id,
+        "submitted_at": s.submitted_at,
+        "solved_at": s.solved_at,
+        "elapsed_ms": s.elapsed_ms,
+        "polls": s.polls,
+        "attempts": s.attempts,
+        "expires_at": s.expires_at,
+    })
+}
+
+/// The transcript event for an output at time `at`.
+pub fn output_event(at: u64, output: &Output) -> Value {
+    match output {
+        Output::Send(request) => {
+            let mut send = json!({
+                "id": request.id,
+                "kind": request.kind.as_str(),
+                "at": request.at,
+                "url": request.url,
+                "content_type": &*request.content_type,
+                "timeout_ms": request.timeout_ms,
+            });
+            match &request.body {
+                Body::Form(text) => send["body"] = json!(text),
+                Body::Multipart(bytes) => send["body_base64"] = json!(STANDARD.encode(bytes)),
+            }
+            event(at, "send", send)
+        }
+        Output::Solved(solution) => event(at, "solved", solution_json(solution)),
+        Output::Failed(failure) => event(at, "failed", failure_json(failure)),
+    }
+}
+
+/// `{"at": at, kind: body}`.
+fn event(at: u64, kind: &str, body: Value) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("at".into(), at.into());
+    map.insert(kind.into(), body);
+    Value::Object(map)
+}
+
+/// Replays a vector and returns the transcript it produces. The algorithm, which every host
+/// follows:
+///
+/// 1. `now = start_ms`; create the solve (a failure is the whole transcript: `rejected`).
+/// 2. `output = poll_output(now)`, then loop:
+///    - `send`: `now = max(now, request.at)` (the host sleeps). If this is the n-th request
+///      (0-based) and n is in `restore_before`: snapshot, restore (`restored`) and
+///      `output = poll_output(now)` again. Record the `send`. Take the next script entry:
+///      `reply`/`transport`: `now += after_ms`, record it, and feed it; `silence`:
+///      `now += timeout_ms`, record and feed a `timeout` transport error. The call returns
+///      the next output. (No entry left: record `error` and stop.)
+///    - `solved`/`failed`: record it, call `poll_output(now + 1000)` once more, which must
+///      repeat the same output (else record `error`), and stop.
+pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut now = vector.start_ms;
+    let config = match Config::from_json(&vector.config.to_string()) {
+        Ok(config) => config,
+        Err(e) => return vec![event(now, "error", format!("bad config: {e}").into())],
+    };
+    let mut solve = match engine.create(&vector.task.to_string(), &vector.key, &config, now) {
+        Ok(solve) => solve,
+        Err(failure) => return vec![event(now, "rejected", failure_json(&failure))],
+    };
+    let mut script = vector.script.iter();
+    let misuse = |at: u64, m: Misuse| event(at, "misuse", m.kind().into());
+    let mut output = match engine.poll_output(&mut solve, now) {
+        Ok(output) => output,
+        Err(m) => return vec![misuse(now, m)],
+    };
+    let mut sends: u64 = 0;
+    while events.len() < MAX_EVENTS {
+        let request = match output {
+            Output::Send(request) => request,
+            terminal => {
+                events.push(output_event(now, &terminal));
+                if engine.poll_output(&mut solve, now + 1_000).as_ref() != Ok(&terminal) {
+                    events.push(event(now + 1_000, "error", "terminal output was not sticky".into()));
+                }
+                return events;
+            }
+        };
+        now = now.max(request.at);
+        let request = if vector.restore_before.contains(&sends) {
+            let snapshot = engine.snapshot(&solve);
+            match engine.restore(&snapshot, &vector.key) {
+                Ok(restored) => solve = restored,
+                Err(e) => {
+                    events.push(event(now, "error", format!("restore failed: {e}").into()));
+                    return events;
+                }
+            }
+            events.push(event(now, "restored", true.into()));
+            match engine.poll_output(&mut solve, now) {
+                Ok(Output::Send(again)) => again,
+                Ok(other) => {
+                    output = other;
+                    continue;
+                }
+                Err(m) => {
+                    events.push(misuse(now, m));
+                    return events;
+                }
+            }
+        } else {
+            request
+        };
+        sends += 1;
+        events.push(output_event(now, &Output::Send(request.clone())));
+        let fed = match script.next() {
+            Some(Scripted::Reply(reply)) => {
+                let bytes = match reply.bytes() {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        events.push(event(now, "error", e.into()));
+                        return events;
+                    }
+                };
+                now += reply.after_ms;
+                let mut fed = json!({"id": request.id, "status": reply.status});
+                match &reply.body {
+                    Some(text) => fed["body"] = json!(text),
+                    None => fed["body_base64"] = json!(reply.body_base64),
+                }
+                events.push(event(now, "reply", fed));
+                engine.handle_response(&mut solve, now, request.id, reply.status, &bytes)
+            }
+            Some(Scripted::Transport(transport)) => {
+                let Some(error) = TransportError::parse(&transport.error) else {
+                    events.push(event(now, "error", format!("unknown transport error {}", transport.error).into()));
+                    return events;
+                };
+                now += transport.after_ms;
+                events.push(event(now, "transport", json!({"id": request.id, "error": error.as_str()})));
+                engine.handle_transport_error(&mut solve, now, request.id, error)
+            }
+            Some(Scripted::Silence) => {
+                now += request.timeout_ms;
+                let error = TransportError::Timeout;
+                events.push(event(now, "transport", json!({"id": request.id, "error": error.as_str()})));
+                engine.handle_transport_error(&mut solve, now, request.id, error)
+            }
+            None => {
+                events.push(event(now, "error", "script exhausted".into()));
+                return events;
+            }
+        };
+        output = match fed {
+            Ok(output) => output,
+            Err(m) => {
+                events.push(misuse(now, m));
+                return events;
+            }
+        };
+    }
+    events.push(event(now, "error", "too many events".into()));
+    events
+}
