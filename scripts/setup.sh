@@ -21,9 +21,10 @@ if ! command -v wasm-opt >/dev/null 2>&1 && [ ! -x node_modules/.bin/wasm-opt ];
 fi
 
 # Builds every artifact: the engine component (with its import and size gate), the Spin edge
-# app, and the hello-world component the serve tests and benchmarks use.
+# app composed with that engine component (target/edge/captchaai_edge.wasm), and the
+# hello-world component the serve tests and benchmarks use.
 build_all() {
   cargo xtask component
-  cargo build --quiet --manifest-path edge/Cargo.toml --target wasm32-wasip2 --release
+  cargo xtask edge
   cargo build --quiet --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release
 }

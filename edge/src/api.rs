@@ -1,26 +1,29 @@
-//! The HTTP API: routing, authentication, limits, and the mapping from engine outcomes to
-//! responses. Errors are JSON `{code, class, message, retry_after_s}`:
+//! The HTTP API: routing, authentication, limits, and rendering the engine's outcomes as
+//! responses. Errors are JSON `{code, class, message, retry_after_s}` (plus `field`, `id`):
 //!
 //! | status | when | class |
 //! |---|---|---|
-//! | 400 | malformed JSON, a bad task field (`field` names it), a bad `wait` | permanent |
+//! | 400 | a body that is not UTF-8, a bad `wait`, or any engine failure whose origin is `input` (malformed task JSON, a bad field: `field` names it) | permanent |
 //! | 401 | missing or wrong bearer token | permanent |
 //! | 404 | unknown route or solve id | permanent |
 //! | 405 | wrong method for the route | permanent |
 //! | 410 | the solve's token was already handed out | permanent |
 //! | 413 | body over 2 MiB | permanent |
-//! | 422 | CaptchaAI refused the task or account (permanent), or gave up (unsolvable) | permanent / unsolvable |
-//! | 503 | a transient upstream failure; `Retry-After` says when to try again | transient |
+//! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up) | permanent / unsolvable |
+//! | 503 | an engine failure of class `transient`; `Retry-After` from its `retry-after-ms` | transient |
 //! | 500 | a deployment problem (a missing variable, the key-value store) | transient |
+//!
+//! The edge reads only an engine failure's `origin`, `class` and `retry-after-ms` (and passes its
+//! code, message and field through); it knows no engine code.
 
 use bytes::Bytes;
-use captchaai_engine::{Answer, ApiKey, Class, Failure, Solution, Solve};
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 use spin_sdk::http::{FullBody, Request};
 use subtle::ConstantTimeEq;
 
 use crate::drive::{self, Progress, now_ms};
+use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
 use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
 use crate::store::{Acquired, Finished, Record, Records};
 use crate::upstream;
@@ -59,24 +62,32 @@ impl Reject {
         }
     }
 
-    /// The status for an engine failure, by class.
-    fn from_failure(failure: &Failure) -> Reject {
-        let status = match failure.class {
-            _ if captchaai_engine::codes::is_validation(&failure.code) => StatusCode::BAD_REQUEST,
-            Class::Permanent | Class::Unsolvable => StatusCode::UNPROCESSABLE_ENTITY,
-            Class::Transient => StatusCode::SERVICE_UNAVAILABLE,
+    /// An engine failure as an error: the status from its origin (`input`: 400) and class
+    /// (`permanent`, `unsolvable`: 422; `transient`: 503), the retry hint from its
+    /// `retry-after-ms`; code, message and field pass through as the engine wrote them.
+    fn from_failure(failure: Failure) -> Reject {
+        let status = match (failure.origin, failure.class) {
+            (FailureOrigin::Input, _) => StatusCode::BAD_REQUEST,
+            (_, FailureClass::Permanent | FailureClass::Unsolvable) => StatusCode::UNPROCESSABLE_ENTITY,
+            (_, FailureClass::Transient) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        let class = match failure.class {
+            FailureClass::Permanent => "permanent",
+            FailureClass::Transient => "transient",
+            FailureClass::Unsolvable => "unsolvable",
         };
         Reject {
             status,
-            code: failure.code.clone(),
-            class: failure.class.as_str(),
-            message: failure.message.clone(),
-            field: failure.field.clone(),
+            code: failure.code,
+            class,
+            message: failure.message,
+            field: failure.field,
             retry_after_s: failure.retry_after_ms.map(|ms| ms.div_ceil(1_000)),
         }
     }
 
-    fn into_response(self, id: Option<&str>) -> Response {
+    /// The status and JSON body of the error response.
+    fn render(self, id: Option<&str>) -> (StatusCode, Value) {
         let mut body = json!({
             "code": self.code,
             "class": self.class,
@@ -89,15 +100,26 @@ impl Reject {
         if let Some(id) = id {
             body["id"] = id.into();
         }
-        let mut response = json_response(self.status, &body);
-        if let Some(seconds) = self.retry_after_s {
-            response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        response
+        (self.status, body)
     }
+
+    fn into_response(self, id: Option<&str>) -> Response {
+        let (status, body) = self.render(id);
+        error_response(status, &body)
+    }
+}
+
+/// An error response from its status and rendered body: `Retry-After` from `retry_after_s`,
+/// `WWW-Authenticate` on 401.
+fn error_response(status: StatusCode, body: &Value) -> Response {
+    let mut response = json_response(status, body);
+    if let Some(seconds) = body["retry_after_s"].as_u64() {
+        response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
@@ -241,26 +263,22 @@ async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
         Err(e) => return Err((Reject::internal(anyhow::anyhow!("reading the body: {e}")), None)),
     };
-    let task = std::str::from_utf8(&body).map_err(|_| {
-        (
-            Reject::new(StatusCode::BAD_REQUEST, captchaai_engine::codes::INVALID_TASK, "the body must be UTF-8 JSON"),
-            None,
-        )
-    })?;
+    let task = std::str::from_utf8(&body)
+        .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
-    let mut solve = Solve::from_json(task, &settings.api_key, &settings.config, now)
-        .map_err(|f| (Reject::from_failure(&f), None))?;
+    let solve =
+        Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| (Reject::from_failure(f), None))?;
     let id = new_id().map_err(|e| (Reject::internal(e), None))?;
     let records = Records::open().await.map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     let holder = new_id().map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     let wait_until = now + wait * 1_000;
     let lease =
-        crate::store::Lease { holder: holder.clone(), until: wait_until + settings.config.request_timeout_ms + 1_000 };
+        crate::store::Lease { holder: holder.clone(), until: wait_until + settings.upstream_timeout_ms + 1_000 };
     records
         .put(&id, &Record { snapshot: solve.snapshot(), lease: Some(lease) })
         .await
         .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
-    let progress = drive::run(&mut solve, wait_until, || records.still_holds(&id, &holder))
+    let progress = drive::run(&solve, wait_until, || records.still_holds(&id, &holder))
         .await
         .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
     settle(&records, &id, progress).await
@@ -275,14 +293,12 @@ async fn resume(id: &str, settings: &Settings, wait: u64) -> Routed {
     let wait_until = now_ms() + wait * 1_000;
     loop {
         let now = now_ms();
-        let lease_until = wait_until + settings.config.request_timeout_ms + 1_000;
+        let lease_until = wait_until + settings.upstream_timeout_ms + 1_000;
         match records.acquire(id, &holder, now, lease_until).await.map_err(|e| (Reject::internal(e), owned.clone()))? {
             Acquired::Held(record) => {
-                let key = ApiKey::new(settings.api_key.clone())
-                    .map_err(|f| (Reject::from_failure(&f.into_failure()), owned.clone()))?;
-                let mut solve = Solve::restore(&record.snapshot, key)
-                    .map_err(|e| (Reject::internal(anyhow::anyhow!("restoring solve {id}: {e}")), owned.clone()))?;
-                let progress = drive::run(&mut solve, wait_until, || records.still_holds(id, &holder))
+                let solve = Solve::restore(&record.snapshot, &settings.api_key)
+                    .map_err(|e| (Reject::internal(anyhow::anyhow!("restoring solve {id}: {e:?}")), owned.clone()))?;
+                let progress = drive::run(&solve, wait_until, || records.still_holds(id, &holder))
                     .await
                     .map_err(|e| (Reject::internal(e), owned.clone()))?;
                 return settle(&records, id, progress).await;
@@ -297,7 +313,10 @@ async fn resume(id: &str, settings: &Settings, wait: u64) -> Routed {
                         ),
                         owned,
                     )),
-                    Some(Finished::Failed(failure)) => Err((reject_from_json(&failure), owned)),
+                    Some(Finished::Failed { status, body }) => {
+                        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                        Ok((error_response(status, &body), owned))
+                    }
                     None => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve"), owned)),
                 };
             }
@@ -320,32 +339,17 @@ async fn settle(records: &Records, id: &str, progress: Progress) -> Routed {
             Ok((pending(id, retry_after_ms), owned))
         }
         Progress::Solved(solution) => {
+            let body = solution_body(id, &solution).map_err(internal)?;
             records.finish(id, now_ms(), None).await.map_err(internal)?;
-            Ok((json_response(StatusCode::OK, &solution_json(id, &solution)), owned))
+            Ok((json_response(StatusCode::OK, &body), owned))
         }
         Progress::Failed(failure) => {
-            let reject = Reject::from_failure(&failure);
-            let stored = json!({
-                "code": failure.code, "class": failure.class.as_str(), "message": failure.message,
-                "retry_after_ms": failure.retry_after_ms, "field": failure.field,
-            });
-            records.finish(id, now_ms(), Some(stored)).await.map_err(internal)?;
-            Err((reject, owned))
+            // Kept as rendered, so later calls for this id repeat exactly this response.
+            let (status, body) = Reject::from_failure(failure).render(Some(id));
+            records.finish(id, now_ms(), Some((status.as_u16(), body.clone()))).await.map_err(internal)?;
+            Ok((error_response(status, &body), owned))
         }
     }
-}
-
-fn reject_from_json(failure: &Value) -> Reject {
-    let class = Class::parse(failure["class"].as_str().unwrap_or("permanent")).unwrap_or(Class::Permanent);
-    let failure = Failure {
-        code: failure["code"].as_str().unwrap_or("UNKNOWN").to_owned(),
-        class,
-        message: failure["message"].as_str().unwrap_or_default().to_owned(),
-        retry_after_ms: failure["retry_after_ms"].as_u64(),
-        field: failure["field"].as_str().map(str::to_owned),
-        task_id: None,
-    };
-    Reject::from_failure(&failure)
 }
 
 fn pending(id: &str, retry_after_ms: u64) -> Response {
@@ -358,44 +362,27 @@ fn pending(id: &str, retry_after_ms: u64) -> Response {
     response
 }
 
-fn solution_json(id: &str, s: &Solution) -> Value {
-    let answer = match &s.answer {
-        Answer::Text(text) => Value::from(text.as_str()),
-        Answer::Json(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::from(text.as_str())),
-    };
-    json!({
-        "id": id,
-        "status": "solved",
-        "answer": answer,
-        "user_agent": s.user_agent,
-        "task_id": s.task_id,
-        "submitted_at": s.submitted_at,
-        "solved_at": s.solved_at,
-        "elapsed_ms": s.elapsed_ms,
-        "polls": s.polls,
-        "attempts": s.attempts,
-        "expires_at": s.expires_at,
-    })
+/// The solution as the engine renders it (`solution-json`), with the solve's `id` and
+/// `"status": "solved"` added.
+fn solution_body(id: &str, solution: &Solution) -> anyhow::Result<Value> {
+    let mut body: Value = serde_json::from_str(&engine::solution_json(solution))
+        .map_err(|e| anyhow::anyhow!("the engine's solution JSON does not parse: {e}"))?;
+    let object = body.as_object_mut().ok_or_else(|| anyhow::anyhow!("the engine's solution JSON is not an object"))?;
+    object.insert("id".into(), id.into());
+    object.insert("status".into(), "solved".into());
+    Ok(body)
 }
 
-/// `GET /v1/threads`: the plan's threads through the engine's account calls.
+/// `GET /v1/threads`: the plan's threads through the engine's account calls; a transport error
+/// is the engine's failure like any other.
 async fn threads(settings: &Settings) -> Result<Response, Reject> {
-    let key = ApiKey::new(settings.api_key.clone()).map_err(|f| Reject::from_failure(&f.into_failure()))?;
-    let request = captchaai_engine::account::threads_info_request(&key, &settings.config)
-        .map_err(|f| Reject::from_failure(&f.into_failure()))?;
-    let reply = upstream::send(&request).await.map_err(|e| Reject {
-        class: "transient",
-        retry_after_s: Some(5),
-        ..Reject::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "TRANSPORT_ERROR",
-            format!("threadsinfo failed in transport ({})", e.as_str()),
-        )
-    })?;
-    let info = captchaai_engine::account::parse_threads_info(reply.status, &reply.body)
-        .map_err(|f| Reject::from_failure(&f))?;
+    let request =
+        engine::account::threads_info_request(&settings.api_key, &settings.config).map_err(Reject::from_failure)?;
+    drive::sleep_until(request.at).await;
+    let reply = upstream::send(&request).await;
+    let info = engine::account::parse_threads_info(&reply).map_err(Reject::from_failure)?;
     Ok(json_response(
         StatusCode::OK,
-        &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free()}),
+        &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free}),
     ))
 }

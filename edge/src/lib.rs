@@ -1,8 +1,11 @@
 //! The CaptchaAI edge gateway: a Spin HTTP component that keeps the CaptchaAI key at the edge and
 //! gives every client the same long-poll solving API and error classes.
 //!
-//! Every protocol decision is the engine's (`captchaai-engine`): this crate moves bytes between
-//! clients, the engine, CaptchaAI and Spin's key-value store, and sleeps when the engine says so.
+//! Every protocol decision is the engine's: this crate imports the engine component through WIT
+//! (`captchaai:engine@0.2.0`, bound in [`engine`]) and moves bytes between clients, the engine,
+//! CaptchaAI and Spin's key-value store, sleeping until each request's `at`. It holds no engine
+//! code: `cargo xtask edge` composes it with the engine component's exact bytes into one
+//! component that imports only WASI and `spin:*`.
 //!
 //! Routes (all `/v1` routes need `Authorization: Bearer <token>`; see `openapi.json`):
 //! - `POST /v1/solve[?wait=S]`: start a solve from a task JSON body; 200 with the solution if it
@@ -17,6 +20,19 @@ mod drive;
 mod settings;
 mod store;
 mod upstream;
+
+/// The engine component's interfaces, imported through WIT (`wit/edge.wit` on `../wit`).
+mod engine {
+    wit_bindgen::generate!({
+        path: ["../wit", "wit"],
+        world: "captchaai:edge/edge",
+        generate_all,
+    });
+
+    pub use captchaai::engine::account;
+    pub use captchaai::engine::engine::{Solve, solution_json};
+    pub use captchaai::engine::types::*;
+}
 
 use spin_sdk::http::Request;
 

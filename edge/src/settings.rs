@@ -1,7 +1,7 @@
 //! Deployment settings from Spin variables (see spin.toml). Values are secrets where marked and
 //! are never logged.
 
-use captchaai_engine::Config;
+use crate::engine::Config;
 
 /// The wait a client gets when it asks for none, seconds.
 pub const DEFAULT_WAIT_S: u64 = 4;
@@ -15,11 +15,14 @@ const DEFAULT_UPSTREAM_TIMEOUT_MS: u64 = 5_000;
 
 /// What the gateway needs from its variables.
 pub struct Settings {
+    /// The upstream request timeout, ms (also in `config`; it bounds leases).
+    pub upstream_timeout_ms: u64,
     /// The CaptchaAI key (secret).
     pub api_key: String,
     /// Client access tokens (secret), from the comma-separated `client_tokens` variable.
     pub client_tokens: Vec<String>,
-    /// The engine config for every solve: base URL and upstream timeout.
+    /// The engine config for every solve: base URL and upstream timeout (the rest are the
+    /// engine's defaults).
     pub config: Config,
 }
 
@@ -31,13 +34,25 @@ impl Settings {
         let tokens = var("client_tokens").await.map_err(|_| anyhow::anyhow!("variable client_tokens is not set"))?;
         let client_tokens: Vec<String> =
             tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
-        let base_url = var("api_base").await.unwrap_or_else(|_| captchaai_engine::DEFAULT_BASE_URL.to_owned());
-        let timeout = var("upstream_timeout_ms").await.ok().and_then(|t| t.trim().parse().ok());
+        // Without `api_base` the engine's default (CaptchaAI itself) applies.
+        let base_url = var("api_base").await.ok();
+        let upstream_timeout_ms = var("upstream_timeout_ms")
+            .await
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS);
         let config = Config {
             base_url,
-            request_timeout_ms: timeout.unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS),
-            ..Config::default()
+            request_timeout_ms: Some(upstream_timeout_ms),
+            deadline_ms: None,
+            initial_wait_ms: None,
+            poll_interval_ms: None,
+            max_submit_retries: None,
+            max_poll_errors: None,
+            unsolvable_retries: None,
+            jitter_seed: None,
+            max_jitter_ms: None,
         };
-        Ok(Settings { api_key, client_tokens, config })
+        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, config })
     }
 }

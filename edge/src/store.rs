@@ -2,8 +2,9 @@
 //!
 //! - `solve/{id}`: `{"snapshot": <engine snapshot>, "lease": {"holder", "until"} | null}` for a
 //!   solve in flight. The snapshot never holds the CaptchaAI key.
-//! - `done/{id}`: `{"at": ms, "failure": <failure> | null}` once the outcome was handed out; a
-//!   solved token itself is never stored.
+//! - `done/{id}`: `{"at": ms, "error": {"status": u16, "body": <error JSON>} | null}` once the
+//!   outcome was handed out: a failure is kept as the error response it was rendered as (no
+//!   secrets in it), so later calls repeat it exactly; a solved token itself is never stored.
 //!
 //! Spin's key-value interface has no compare-and-swap, so a request takes a lease by writing it
 //! and reading it back, and checks it again before every upstream request: two requests racing
@@ -29,8 +30,8 @@ pub struct Lease {
 pub enum Finished {
     /// The solution was handed out.
     Delivered,
-    /// It failed; the failure (no secrets in it) can be repeated.
-    Failed(Value),
+    /// It failed with this error response (HTTP status and JSON body), to be repeated.
+    Failed { status: u16, body: Value },
 }
 
 pub struct Records {
@@ -89,9 +90,11 @@ impl Records {
         Ok(self.get(id).await?.is_some_and(|r| r.lease.is_some_and(|l| l.holder == holder)))
     }
 
-    /// Records the outcome and drops the solve (and with it the snapshot).
-    pub async fn finish(&self, id: &str, now: u64, failure: Option<Value>) -> anyhow::Result<()> {
-        let value = json!({"at": now, "failure": failure});
+    /// Records the outcome (`error`: the rendered error response of a failure, none for a
+    /// delivered solution) and drops the solve (and with it the snapshot).
+    pub async fn finish(&self, id: &str, now: u64, error: Option<(u16, Value)>) -> anyhow::Result<()> {
+        let error = error.map(|(status, body)| json!({"status": status, "body": body}));
+        let value = json!({"at": now, "error": error});
         self.store.set(done_key(id), serde_json::to_vec(&value)?).await.map_err(kv)?;
         self.store.delete(solve_key(id)).await.map_err(kv)
     }
@@ -100,8 +103,10 @@ impl Records {
     pub async fn finished(&self, id: &str) -> anyhow::Result<Option<Finished>> {
         let Some(bytes) = self.store.get(done_key(id)).await.map_err(kv)? else { return Ok(None) };
         let value: Value = serde_json::from_slice(&bytes)?;
-        Ok(Some(match value.get("failure") {
-            Some(failure) if !failure.is_null() => Finished::Failed(failure.clone()),
+        Ok(Some(match (value["error"]["status"].as_u64(), value["error"].get("body")) {
+            (Some(status), Some(body)) => {
+                Finished::Failed { status: u16::try_from(status).unwrap_or(500), body: body.clone() }
+            }
             _ => Finished::Delivered,
         }))
     }

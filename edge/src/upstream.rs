@@ -4,35 +4,32 @@ use std::pin::pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use captchaai_engine::{Body, HttpRequest, TransportError};
 use futures::future::{Either, select};
 use spin_sdk::http::FullBody;
 use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::wasip3::http::types::ErrorCode;
 
-/// A reply as received: status and body bytes.
-pub struct Reply {
-    pub status: u16,
-    pub body: Bytes,
-}
+use crate::drive;
+use crate::engine::{HttpRequest, HttpResponse, RequestBody, TransportError};
 
-/// Sends `request` exactly as the engine built it.
-pub async fn send(request: &HttpRequest) -> Result<Reply, TransportError> {
+/// Sends `request` exactly as the engine built it (always a POST) and returns the reply with its
+/// body as text (`String::from_utf8_lossy`), or the transport error.
+pub async fn send(request: &HttpRequest) -> Result<HttpResponse, TransportError> {
     let body = Bytes::copy_from_slice(match &request.body {
-        Body::Form(text) => text.as_bytes(),
-        Body::Multipart(bytes) => bytes,
+        RequestBody::Form(text) => text.as_bytes(),
+        RequestBody::Multipart(bytes) => bytes,
     });
     let outbound = http::Request::builder()
-        .method(request.method)
+        .method(http::Method::POST)
         .uri(&request.url)
-        .header(http::header::CONTENT_TYPE, request.content_type.as_ref())
+        .header(http::header::CONTENT_TYPE, &request.content_type)
         .body(FullBody::new(body))
         .map_err(|_| TransportError::Connect)?;
     let exchange = pin!(async {
         let response = spin_sdk::http::send(outbound).await.map_err(classify)?;
         let status = response.status().as_u16();
         let body = response.into_body().bytes().await.map_err(|_| TransportError::Broken)?;
-        Ok(Reply { status, body })
+        Ok(drive::response(status, &body))
     });
     let timeout = pin!(spin_sdk::time::sleep(Duration::from_millis(request.timeout_ms)));
     match select(exchange, timeout).await {

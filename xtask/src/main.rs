@@ -2,6 +2,9 @@
 //! with binaryen's `wasm-opt -Oz`, wraps it into a component (wit-component), drops the debug
 //! name section, validates it, prints its WIT, and fails if the component imports anything or
 //! exceeds the size budget. Writes `target/component/captchaai_engine.wasm` (and `.wit`).
+//!
+//! `cargo xtask edge` (edge.rs): builds the Spin edge app and composes it with those exact engine
+//! bytes into `target/edge/captchaai_edge.wasm`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,13 +13,17 @@ use std::{env, fs};
 use anyhow::{Context, Result, bail};
 use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
+mod edge;
+
 /// The component must stay under this many bytes.
 const SIZE_BUDGET: usize = 150 * 1024;
 
 fn main() -> Result<()> {
     match env::args().nth(1).as_deref() {
         Some("component") => component(),
-        _ => bail!("usage: cargo xtask component"),
+        // The edge app composed with the engine component that `component` wrote (see edge.rs).
+        Some("edge") => edge::edge(),
+        _ => bail!("usage: cargo xtask component | cargo xtask edge"),
     }
 }
 

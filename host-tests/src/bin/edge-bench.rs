@@ -66,8 +66,9 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let emulator = Emulator::start(EmulatorConfig::default().with_account(KEY, 1_000)).await?;
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../spin.toml");
+    // The composed edge app (`cargo xtask edge`), as spin.toml serves it.
     let edge = serve(
-        component("edge", "captchaai_edge.wasm"),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/edge/captchaai_edge.wasm"),
         &[("captchaai_key", KEY.into()), ("client_tokens", TOKEN.into()), ("api_base", emulator.base_url())],
         Some(manifest),
     )
