@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use captchaai_engine::json::Json;
-use captchaai_engine::vectors::{self, Engine, Native, Vector};
+use captchaai_engine::codes::Origin;
 use captchaai_engine::{ApiKey, Body, Class, Failure, Misuse, Output, RequestKind, Solution, TransportError};
+use captchaai_vectors::{self as vectors, Engine, Native, Vector};
 use host_tests::driver::{self as wit, EngineHost, EngineInstance, default_component_path};
 use wasmtime::component::ResourceAny;
 
@@ -30,12 +30,19 @@ fn config_to_wit(c: &captchaai_engine::Config) -> wit::Config {
     }
 }
 
+/// The native failure; the WIT's `origin` must be the one the native code table gives.
 fn failure(f: wit::Failure) -> Failure {
     let class = match f.class {
         wit::FailureClass::Permanent => Class::Permanent,
         wit::FailureClass::Transient => Class::Transient,
         wit::FailureClass::Unsolvable => Class::Unsolvable,
     };
+    let origin = match f.origin {
+        wit::FailureOrigin::Input => Origin::Input,
+        wit::FailureOrigin::Service => Origin::Service,
+        wit::FailureOrigin::NoAnswer => Origin::NoAnswer,
+    };
+    assert_eq!(origin, captchaai_engine::codes::origin(&f.code), "origin of {}", f.code);
     Failure {
         code: f.code,
         class,
@@ -51,11 +58,13 @@ fn misuse(m: wit::Misuse) -> Misuse {
         wit::Misuse::TimeWentBackwards(last) => Misuse::TimeWentBackwards { last, now: 0 },
         wit::Misuse::UnknownRequest(id) => Misuse::UnknownRequest { request_id: id },
         wit::Misuse::StaleResponse(id) => Misuse::StaleResponse { request_id: id },
+        wit::Misuse::NotDue(at) => Misuse::NotDue { request_id: 0, at },
     }
 }
 
 impl Wasm {
-    fn output(&self, output: wit::Output) -> Output {
+    /// The native output; a solution's `solution-json` must be the native client JSON.
+    fn output(&mut self, output: wit::Output) -> Output {
         match output {
             wit::Output::Send(r) => {
                 let kind = match r.kind {
@@ -72,6 +81,7 @@ impl Wasm {
                 Output::Send(captchaai_engine::HttpRequest::from_parts(
                     r.id,
                     kind,
+                    r.at,
                     r.url,
                     r.content_type,
                     body,
@@ -79,23 +89,29 @@ impl Wasm {
                     key,
                 ))
             }
-            wit::Output::WaitUntil(t) => Output::WaitUntil(t),
-            wit::Output::Solved(s) => Output::Solved(Solution {
-                answer: match s.answer {
-                    wit::Answer::Text(t) => captchaai_engine::Answer::Text(t),
-                    wit::Answer::Json(j) => captchaai_engine::Answer::Json(j),
-                },
-                user_agent: s.user_agent,
-                task_id: s.task_id,
-                submitted_at: s.submitted_at,
-                solved_at: s.solved_at,
-                elapsed_ms: s.elapsed_ms,
-                polls: s.polls,
-                attempts: s.attempts,
-                expires_at: s.expires_at,
-            }),
+            wit::Output::Solved(s) => Output::Solved(self.solution(s)),
             wit::Output::Failed(f) => Output::Failed(failure(f)),
         }
+    }
+
+    fn solution(&mut self, s: wit::Solution) -> Solution {
+        let json = self.instance.solution_json(&s).expect("no trap");
+        let native = Solution {
+            answer: match s.answer {
+                wit::Answer::Text(t) => captchaai_engine::Answer::Text(t),
+                wit::Answer::Json(j) => captchaai_engine::Answer::Json(j),
+            },
+            user_agent: s.user_agent,
+            task_id: s.task_id,
+            submitted_at: s.submitted_at,
+            solved_at: s.solved_at,
+            elapsed_ms: s.elapsed_ms,
+            polls: s.polls,
+            attempts: s.attempts,
+            expires_at: s.expires_at,
+        };
+        assert_eq!(json, native.client_json(), "solution-json differs from the native client JSON");
+        native
     }
 }
 
@@ -132,10 +148,12 @@ impl Engine for Wasm {
         now: u64,
         id: u32,
         status: u16,
-        body: &str,
-    ) -> Result<(), Misuse> {
-        let response = wit::HttpResponse { status, body: body.to_owned() };
-        self.instance.handle_response(*solve, now, id, &response).expect("no trap").map_err(misuse)
+        body: &[u8],
+    ) -> Result<Output, Misuse> {
+        // The WIT's rule: reply bytes cross as text, invalid UTF-8 replaced with U+FFFD.
+        let response = wit::HttpResponse { status, body: String::from_utf8_lossy(body).into_owned() };
+        let output = self.instance.handle_response(*solve, now, id, &response).expect("no trap");
+        output.map(|o| self.output(o)).map_err(misuse)
     }
 
     fn handle_transport_error(
@@ -144,13 +162,14 @@ impl Engine for Wasm {
         now: u64,
         id: u32,
         error: TransportError,
-    ) -> Result<(), Misuse> {
+    ) -> Result<Output, Misuse> {
         let error = match error {
             TransportError::Timeout => wit::TransportError::Timeout,
             TransportError::Connect => wit::TransportError::Connect,
             TransportError::Broken => wit::TransportError::Broken,
         };
-        self.instance.handle_transport_error(*solve, now, id, error).expect("no trap").map_err(misuse)
+        let output = self.instance.handle_transport_error(*solve, now, id, error).expect("no trap");
+        output.map(|o| self.output(o)).map_err(misuse)
     }
 }
 
@@ -167,7 +186,7 @@ fn every_vector_replays_identically_through_the_component() {
         let vector = Vector::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let native = vectors::replay(&mut Native, &vector);
         let through_wasm = vectors::replay(&mut wasm, &vector);
-        let text = |t: &[Json<'static>]| Json::Array(t.to_vec()).to_pretty();
+        let text = |t: &[serde_json::Value]| serde_json::to_string_pretty(t).unwrap();
         assert_eq!(text(&through_wasm), text(&native), "{}: the .wasm and native transcripts differ", vector.name);
         assert_eq!(
             text(&through_wasm),

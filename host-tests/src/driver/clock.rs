@@ -38,11 +38,15 @@ impl Clock {
         Duration::from_secs_f64(virtual_ms as f64 / 1_000.0 / self.scale)
     }
 
-    /// Sleeps until the clock reads at least `at_ms`.
+    /// Sleeps until the clock reads at least `at_ms` (never returns earlier: the engine refuses
+    /// a reply to a request sent before it was due).
     pub async fn sleep_until(&self, at_ms: u64) {
-        let now = self.now_ms();
-        if at_ms > now {
-            // Round up by a millisecond of real time so waking early is rare.
+        loop {
+            let now = self.now_ms();
+            if now >= at_ms {
+                return;
+            }
+            // Round up by a little real time so a second round is rare.
             tokio::time::sleep(self.real_duration(at_ms - now) + Duration::from_micros(200)).await;
         }
     }

@@ -23,8 +23,8 @@ mod bindings {
 use bindings::{EngineComponent, EngineComponentPre, exports};
 
 pub use exports::captchaai::engine::types::{
-    Admission, Answer, Config, Failure, FailureClass, HttpRequest, HttpResponse, Misuse, Output, RequestBody,
-    RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
+    Admission, Answer, Config, Failure, FailureClass, FailureOrigin, HttpRequest, HttpResponse, Misuse, Output,
+    RequestBody, RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
 };
 
 /// Every field unset: the engine's defaults (and the captcha type's timings).
@@ -193,7 +193,7 @@ impl EngineInstance {
         now: u64,
         id: u32,
         response: &HttpResponse,
-    ) -> wasmtime::Result<Result<(), Misuse>> {
+    ) -> wasmtime::Result<Result<Output, Misuse>> {
         let api = self.api.captchaai_engine_engine().solve();
         api.call_handle_response(&mut self.store, solve, now, id, response)
     }
@@ -205,9 +205,14 @@ impl EngineInstance {
         now: u64,
         id: u32,
         error: TransportError,
-    ) -> wasmtime::Result<Result<(), Misuse>> {
+    ) -> wasmtime::Result<Result<Output, Misuse>> {
         let api = self.api.captchaai_engine_engine().solve();
         api.call_handle_transport_error(&mut self.store, solve, now, id, error)
+    }
+
+    /// `solution-json`: the solution as the JSON object a client gets.
+    pub fn solution_json(&mut self, solution: &Solution) -> wasmtime::Result<String> {
+        self.api.captchaai_engine_engine().call_solution_json(&mut self.store, solution)
     }
 
     /// `solve.snapshot`.
@@ -236,8 +241,11 @@ impl EngineInstance {
     }
 
     /// `account.parse-threads-info`.
-    pub fn parse_threads_info(&mut self, response: &HttpResponse) -> wasmtime::Result<Result<ThreadsInfo, Failure>> {
-        self.api.captchaai_engine_account().call_parse_threads_info(&mut self.store, response)
+    pub fn parse_threads_info(
+        &mut self,
+        reply: &Result<HttpResponse, TransportError>,
+    ) -> wasmtime::Result<Result<ThreadsInfo, Failure>> {
+        self.api.captchaai_engine_account().call_parse_threads_info(&mut self.store, reply)
     }
 
     /// `thread-gate.create`.

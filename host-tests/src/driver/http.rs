@@ -42,7 +42,7 @@ impl HttpClient {
             RequestBody::Multipart(bytes) => Bytes::copy_from_slice(bytes),
         };
         let http_request = hyper::Request::builder()
-            .method(request.method.as_str())
+            .method(hyper::Method::POST) // the WIT: every request is a POST
             .uri(&request.url)
             .header(hyper::header::CONTENT_TYPE, &request.content_type)
             .body(Full::new(body))

@@ -3,9 +3,10 @@
 //!
 //! It holds no protocol knowledge: every decision (what to send, how long to wait, what a reply
 //! means, when to stop) comes from the engine. Many solves run concurrently as resources inside
-//! one instance. Before every wait on the outside world (a request in flight, a sleep) the driver
-//! keeps the solve's snapshot; if the instance traps, it makes a fresh instance, restores every
-//! in-flight solve from its snapshot and carries on.
+//! one instance. A solve's state only changes when a result is fed back, so the driver keeps its
+//! snapshot once at creation and after each result; if the instance traps, it makes a fresh
+//! instance, restores every in-flight solve from its snapshot (a request that was out is sent
+//! again) and carries on.
 
 pub mod clock;
 pub mod component;
@@ -22,9 +23,9 @@ use wasmtime::component::ResourceAny;
 
 pub use clock::Clock;
 pub use component::{
-    Admission, Answer, Config, EngineHost, EngineInstance, Failure, FailureClass, HttpRequest, HttpResponse, LoadStats,
-    Misuse, Output, RequestBody, RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
-    default_component_path,
+    Admission, Answer, Config, EngineHost, EngineInstance, Failure, FailureClass, FailureOrigin, HttpRequest,
+    HttpResponse, LoadStats, Misuse, Output, RequestBody, RequestKind, RestoreError, Solution, ThreadsInfo,
+    TransportError, default_component_path,
 };
 pub use gate::Gate;
 pub use http::HttpClient;
@@ -40,7 +41,7 @@ pub struct RunnerOptions {
     pub http: HttpClient,
     /// Cap on the engine instance's linear memory.
     pub max_memory: usize,
-    /// Keep a snapshot of every solve before each wait, so a trapped instance can be replaced
+    /// Keep a snapshot of every solve after each change, so a trapped instance can be replaced
     /// without losing solves. Off only for measuring the engine alone.
     pub checkpoints: bool,
 }
@@ -198,12 +199,14 @@ impl Runner {
 
     async fn drive(&self, id: u64) -> Result<SolveReport> {
         let clock = self.options.clock;
+        let misuse = |m: Misuse| anyhow!("engine reported host misuse: {m:?}");
         let mut requests = 0;
+        let mut output =
+            self.call(id, |instance, solve| instance.poll_output(solve, clock.now_ms()))?.map_err(misuse)?;
         loop {
-            let output = self.call(id, |instance, solve| instance.poll_output(solve, clock.now_ms()))?;
-            match output.map_err(|m| anyhow!("engine reported host misuse: {m:?}"))? {
+            match output {
                 Output::Send(request) => {
-                    self.checkpoint(id)?;
+                    clock.sleep_until(request.at).await;
                     requests += 1;
                     let fed = match self.options.http.send(&request).await {
                         Ok(response) => self.call(id, |instance, solve| {
@@ -213,11 +216,10 @@ impl Runner {
                             instance.handle_transport_error(solve, clock.now_ms(), request.id, error)
                         })?,
                     };
-                    fed.map_err(|m| anyhow!("engine reported host misuse: {m:?}"))?;
-                }
-                Output::WaitUntil(at) => {
-                    self.checkpoint(id)?;
-                    clock.sleep_until(at).await;
+                    output = fed.map_err(misuse)?;
+                    if matches!(output, Output::Send(_)) {
+                        self.checkpoint(id)?;
+                    }
                 }
                 Output::Solved(solution) => return Ok(SolveReport { outcome: Ok(solution), requests }),
                 Output::Failed(failure) => return Ok(SolveReport { outcome: Err(failure), requests }),
@@ -231,11 +233,8 @@ impl Runner {
             Ok(request) => request,
             Err(failure) => return Ok(Err(failure)),
         };
-        let response = match self.options.http.send(&request).await {
-            Ok(response) => response,
-            Err(error) => return Err(anyhow!("threadsinfo failed in transport: {error:?}")),
-        };
-        self.with_instance(|instance| instance.parse_threads_info(&response))
+        let reply = self.options.http.send(&request).await;
+        self.with_instance(|instance| instance.parse_threads_info(&reply))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Engines> {
@@ -264,7 +263,7 @@ impl Runner {
         result
     }
 
-    /// Keeps the solve's snapshot before a wait (no-op when checkpoints are off).
+    /// Keeps the solve's snapshot after a change (no-op when checkpoints are off).
     fn checkpoint(&self, id: u64) -> Result<()> {
         if !self.options.checkpoints {
             return Ok(());
