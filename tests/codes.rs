@@ -175,3 +175,37 @@ fn submit_retries_back_off_exponentially_then_give_up() {
     }
     assert_eq!(waits, [10_000, 20_000, 40_000, 60_000, 60_000], "10 s doubling, capped at 60 s, five retries");
 }
+
+/// Submit retries back off from the code's retry-after, doubling, capped at 60 s, and the
+/// README states exactly these gaps (it once said "10 s doubling" for transport errors).
+#[test]
+fn submit_backoff_matches_the_table_and_the_readme() {
+    let gaps = |fail: &dyn Fn(&mut captchaai_engine::Solve, u64, u32)| {
+        let config = captchaai_engine::Config { deadline_ms: Some(600_000), ..Default::default() };
+        let mut solve = start_with(&turnstile_task(), &config);
+        let mut sent = Vec::new();
+        let mut now = 0;
+        while let captchaai_engine::Output::Send(request) = solve.poll_output(now).unwrap() {
+            now = request.at;
+            sent.push(now);
+            fail(&mut solve, now, request.id);
+        }
+        sent.windows(2).map(|w| (w[1] - w[0]) / 1_000).collect::<Vec<_>>()
+    };
+    let transport = gaps(&|solve, now, id| {
+        solve.handle_transport_error(now, id, captchaai_engine::TransportError::Connect).unwrap();
+    });
+    let server = gaps(&|solve, now, id| json_reply_at(solve, now, id, &code_body("ERROR_SERVER_ERROR")));
+    let unreadable = gaps(&|solve, now, id| json_reply_at(solve, now, id, "<html>502</html>"));
+    assert_eq!(transport, [5, 10, 20, 40, 60]);
+    assert_eq!(unreadable, [5, 10, 20, 40, 60]);
+    assert_eq!(server, [10, 20, 40, 60, 60]);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(readme.contains("transport errors and unreadable replies 5 s (gaps of 5, 10, 20, 40 s)"), "README");
+    assert!(readme.contains("server errors 10 s (10, 20, 40, 60 s)"), "README");
+}
+
+fn json_reply_at(solve: &mut captchaai_engine::Solve, now: u64, id: u32, body: &str) {
+    solve.handle_response(now, id, 200, body.as_bytes()).unwrap();
+}
