@@ -28,8 +28,9 @@ fn edge() -> Vec<u8> {
 struct Outline {
     imports: Vec<String>,
     exports: Vec<String>,
-    /// Byte ranges of nested components (at any depth), outermost first.
-    components: Vec<Range<usize>>,
+    /// Nested components at any depth, in binary order: how deep (1 = directly in the outer
+    /// component) and their byte range.
+    components: Vec<(usize, Range<usize>)>,
     /// Core modules at any depth.
     modules: usize,
 }
@@ -48,8 +49,8 @@ fn outline(bytes: &[u8]) -> Outline {
                 outline.exports.extend(reader.into_iter().map(|e| e.unwrap().name.full_name().into_owned()));
             }
             Payload::ComponentSection { unchecked_range, .. } => {
-                outline.components.push(unchecked_range.start as usize..unchecked_range.end as usize);
                 depth += 1;
+                outline.components.push((depth, unchecked_range.start as usize..unchecked_range.end as usize));
             }
             Payload::ModuleSection { .. } => {
                 outline.modules += 1;
@@ -69,19 +70,22 @@ fn the_edge_app_embeds_the_engine_component_byte_for_byte() {
         .validate_all(&edge)
         .expect("the composed edge app validates");
     let nested = outline(&edge).components;
-    let identical: Vec<&Range<usize>> = nested.iter().filter(|r| edge[(*r).clone()] == engine[..]).collect();
+    let identical = nested.iter().filter(|(_, r)| edge[r.clone()] == engine[..]).count();
     assert_eq!(
-        identical.len(),
+        identical,
         1,
         "exactly one of the {} nested components must be target/component/captchaai_engine.wasm ({} bytes) byte for \
          byte; a mismatch means the edge app was composed from another engine build (run `cargo xtask edge`)",
         nested.len(),
         engine.len()
     );
-    // Nothing else in the app is an engine: the only other nested component is the edge app itself.
-    assert_eq!(nested.len(), 2, "the composition holds the engine and the edge app, nothing else");
-    let app = nested.iter().find(|r| edge[(*r).clone()] != engine[..]).unwrap();
-    let app = outline(&edge[app.clone()]);
+    // The composition itself holds two components: the engine and the edge app (which nests
+    // its own, e.g. wasm-component-ld's adapters, but never another copy of the engine).
+    let top: Vec<&Range<usize>> = nested.iter().filter(|(depth, _)| *depth == 1).map(|(_, r)| r).collect();
+    assert_eq!(top.len(), 2, "the composition holds the engine and the edge app, nothing else");
+    assert!(top.iter().any(|r| edge[(*r).clone()] == engine[..]), "the engine sits directly in the composition");
+    let app = top.iter().find(|r| edge[(**r).clone()] != engine[..]).unwrap();
+    let app = outline(&edge[(*app).clone()]);
     assert!(
         app.imports.iter().any(|i| i == "captchaai:engine/engine@0.2.0"),
         "the edge app gets the engine through its WIT import: {:?}",

@@ -11,7 +11,7 @@ use tokio::process::{Child, Command};
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host-tests sits in the repository").to_path_buf()
 }
 
 /// The Spin CLI to test with: `$SPIN_BIN`, else `../shared/tools/spin/spin` from the repository
@@ -24,7 +24,10 @@ pub fn binary() -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!(
+        // Straight to stderr, past the test harness's capture, so the skip shows in every run.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED under real Spin: no Spin CLI at {} ({from}); set SPIN_BIN to a Spin 4.1+ binary to run this half",
             path.display()
         );
