@@ -25,11 +25,6 @@ impl ThreadsInfo {
     pub fn free(&self) -> u64 {
         self.threads.saturating_sub(self.working_threads)
     }
-
-    /// `{"threads": N, "working_threads": M}`.
-    pub fn to_json(&self) -> Json<'static> {
-        Json::object([("threads", Json::from(self.threads)), ("working_threads", self.working_threads.into())])
-    }
 }
 
 /// The `threadsinfo` request (id 0, due at once) for `config`'s base URL and timeout.
@@ -84,14 +79,14 @@ pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failu
 pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     let text = String::from_utf8_lossy(body);
     let body = text.as_bytes();
-    let bare = crate::json::number(&text);
+    let bare = crate::text::number(&text);
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }
     match reply::parse(status, body) {
         Reply::Ok { value, .. } => {
             let number = match &value {
-                Json::String(s) => crate::json::number(s),
+                Json::String(s) => crate::text::number(s),
                 other => other.as_f64(),
             };
             number

@@ -6,39 +6,55 @@
 
 use std::borrow::Cow;
 
+use serde_json::{Map, Value};
+
 use crate::json::Json;
 use crate::outcome::Answer;
 use crate::registry::AnswerShape;
+use crate::reply::Field;
 
+/// The answer for a reply value given as a [`Json`] value (what the state machine holds).
 pub(crate) fn build(shape: AnswerShape, value: &Json<'_>) -> Answer {
+    let field = match value {
+        Json::Null => Field::Null,
+        Json::Bool(b) => Field::Bool(*b),
+        Json::String(s) => Field::Str(Cow::Borrowed(s)),
+        other => serde_json::from_str(&other.to_text()).map_or(Field::Null, Field::Json),
+    };
+    build_field(shape, &field)
+}
+
+/// The answer for a reply value.
+pub(crate) fn build_field(shape: AnswerShape, value: &Field<'_>) -> Answer {
     let structured = match shape {
         AnswerShape::Text => None,
-        AnswerShape::Cells => cells(value).map(|cells| Json::Array(cells.into_iter().map(Json::from).collect())),
+        AnswerShape::Cells => cells(value).map(|cells| Value::Array(cells.into_iter().map(Value::from).collect())),
         AnswerShape::Object(keys) => {
-            object(value).filter(|fields| keys.iter().all(|k| fields.iter().any(|(f, _)| f == k))).map(Json::Object)
+            object(value).filter(|fields| keys.iter().all(|k| fields.contains_key(*k))).map(Value::Object)
         }
     };
     match structured {
-        Some(json) => Answer::Json(json.to_text()),
+        Some(json) => Answer::Json(json.to_string()),
         None => Answer::Text(text(value)),
     }
 }
 
-fn text(value: &Json<'_>) -> String {
+fn text(value: &Field<'_>) -> String {
     match value {
-        Json::String(s) => s.to_string(),
-        other => other.to_text(),
+        Field::Str(s) => s.to_string(),
+        Field::Json(json) => json.to_string(),
+        Field::Bool(b) => b.to_string(),
+        Field::Null => "null".to_owned(),
     }
 }
 
-fn cells(value: &Json<'_>) -> Option<Vec<u64>> {
+fn cells(value: &Field<'_>) -> Option<Vec<u64>> {
     match value {
-        Json::Array(items) => items.iter().map(cell).collect::<Option<Vec<_>>>().filter(|c| !c.is_empty()),
-        Json::Number(_) => value.as_u64().map(|n| vec![n]),
-        Json::String(s) => {
+        Field::Json(json) => json_cells(json),
+        Field::Str(s) => {
             let s = s.trim();
             if s.starts_with('[') {
-                return Json::parse(s).ok().as_ref().and_then(cells);
+                return serde_json::from_str::<Value>(s).ok().as_ref().and_then(json_cells);
             }
             let list = s.strip_prefix("click:").unwrap_or(s);
             let cells: Option<Vec<u64>> = list
@@ -52,27 +68,33 @@ fn cells(value: &Json<'_>) -> Option<Vec<u64>> {
     }
 }
 
-fn cell(value: &Json<'_>) -> Option<u64> {
+fn json_cells(value: &Value) -> Option<Vec<u64>> {
     match value {
-        Json::String(s) => s.trim().parse().ok(),
+        Value::Array(items) => items.iter().map(cell).collect::<Option<Vec<_>>>().filter(|c| !c.is_empty()),
+        Value::Number(n) => n.as_u64().map(|n| vec![n]),
+        _ => None,
+    }
+}
+
+fn cell(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(s) => s.trim().parse().ok(),
         other => other.as_u64(),
     }
 }
 
-fn object<'a>(value: &Json<'a>) -> Option<Vec<(Cow<'a, str>, Json<'a>)>> {
+fn object(value: &Field<'_>) -> Option<Map<String, Value>> {
     match value {
-        Json::Object(fields) => Some(fields.clone()),
-        Json::String(s) if s.trim_start().starts_with('{') => match Json::parse(s) {
-            Ok(Json::Object(fields)) => {
-                Some(fields.into_iter().map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned())).collect())
-            }
+        Field::Json(Value::Object(fields)) => Some(fields.clone()),
+        Field::Str(s) if s.trim_start().starts_with('{') => match serde_json::from_str(s) {
+            Ok(Value::Object(fields)) => Some(fields),
             _ => None,
         },
-        Json::String(s) => {
-            let mut fields = Vec::new();
+        Field::Str(s) => {
+            let mut fields = Map::new();
             for pair in s.split(',') {
                 let (k, v) = pair.split_once(':')?;
-                fields.push((Cow::Owned(k.trim().to_owned()), Json::String(Cow::Owned(v.trim().to_owned()))));
+                fields.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
             }
             Some(fields).filter(|f| !f.is_empty())
         }

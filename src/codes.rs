@@ -4,8 +4,9 @@
 //! This is the single place that decides how a code is handled; the state machine only reads it.
 //! Sources and the reasoning behind each row are in `../shared/docs/captchaai-api.md` §2.
 
-/// What a failure means for the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What a failure means for the caller. In JSON: its [`Class::as_str`] name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Class {
     /// Fix the key, plan, account or task before trying again; retrying unchanged cannot help.
     Permanent,

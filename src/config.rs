@@ -1,8 +1,10 @@
 //! Solve configuration: where the service is, time budgets, retry budgets and jitter.
 
+use serde::{Deserialize, Serialize};
+
 use crate::codes;
 use crate::error::{ValidationError, invalid_config};
-use crate::json::{Fields, Json};
+use crate::json::Json;
 use crate::registry::{MIN_POLL_INTERVAL_MS, TypeSpec};
 
 /// The service's address unless a config says otherwise.
@@ -10,7 +12,11 @@ pub const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
 
 /// How a solve runs. Every field has a default; `None` timings take the type's value from the
 /// registry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// As JSON: an object with any of the fields by name. Unknown fields are rejected; missing or
+/// null ones take their defaults. [`Serialize`] writes every field (unset timings as null).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ConfigJson")]
 pub struct Config {
     /// `http(s)://host[:port][/prefix]`; `/in.php` and `/res.php` are appended.
     pub base_url: String,
@@ -53,18 +59,49 @@ impl Default for Config {
     }
 }
 
-const FIELDS: [&str; 10] = [
-    "base_url",
-    "request_timeout_ms",
-    "deadline_ms",
-    "initial_wait_ms",
-    "poll_interval_ms",
-    "max_submit_retries",
-    "max_poll_errors",
-    "unsolvable_retries",
-    "jitter_seed",
-    "max_jitter_ms",
-];
+/// Config JSON as read: every field optional, null meaning "the default".
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigJson {
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    request_timeout_ms: Option<u64>,
+    #[serde(default)]
+    deadline_ms: Option<u64>,
+    #[serde(default)]
+    initial_wait_ms: Option<u64>,
+    #[serde(default)]
+    poll_interval_ms: Option<u64>,
+    #[serde(default)]
+    max_submit_retries: Option<u32>,
+    #[serde(default)]
+    max_poll_errors: Option<u32>,
+    #[serde(default)]
+    unsolvable_retries: Option<u32>,
+    #[serde(default)]
+    jitter_seed: Option<u64>,
+    #[serde(default)]
+    max_jitter_ms: Option<u64>,
+}
+
+impl From<ConfigJson> for Config {
+    fn from(c: ConfigJson) -> Config {
+        let d = Config::default();
+        Config {
+            base_url: c.base_url.unwrap_or(d.base_url),
+            request_timeout_ms: c.request_timeout_ms.unwrap_or(d.request_timeout_ms),
+            deadline_ms: c.deadline_ms,
+            initial_wait_ms: c.initial_wait_ms,
+            poll_interval_ms: c.poll_interval_ms,
+            max_submit_retries: c.max_submit_retries.unwrap_or(d.max_submit_retries),
+            max_poll_errors: c.max_poll_errors.unwrap_or(d.max_poll_errors),
+            unsolvable_retries: c.unsolvable_retries.unwrap_or(d.unsolvable_retries),
+            jitter_seed: c.jitter_seed,
+            max_jitter_ms: c.max_jitter_ms.unwrap_or(d.max_jitter_ms),
+        }
+    }
+}
 
 /// The waits a solve of one type runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,43 +115,19 @@ impl Config {
     /// Parses config JSON: an object with any of the fields by name (unknown fields are
     /// rejected; missing or null ones take defaults). Values are checked when a solve starts.
     pub fn from_json(json: &str) -> Result<Config, ValidationError> {
-        let bad = |e: String| ValidationError::new(codes::INVALID_CONFIG, None, format!("config is not valid: {e}"));
-        let value = Json::parse(json).map_err(|e| bad(e.to_string()))?;
-        Config::from_value(&value).map_err(bad)
+        serde_json::from_str(json)
+            .map_err(|e| ValidationError::new(codes::INVALID_CONFIG, None, format!("config is not valid: {e}")))
     }
 
-    /// Reads a parsed config object (see [`Config::from_json`]).
-    pub fn from_value(value: &Json<'_>) -> Result<Config, String> {
-        let f = Fields::new(value, "config", &FIELDS)?;
-        let d = Config::default();
-        Ok(Config {
-            base_url: f.opt_string("base_url")?.unwrap_or(d.base_url),
-            request_timeout_ms: f.opt_u64("request_timeout_ms")?.unwrap_or(d.request_timeout_ms),
-            deadline_ms: f.opt_u64("deadline_ms")?,
-            initial_wait_ms: f.opt_u64("initial_wait_ms")?,
-            poll_interval_ms: f.opt_u64("poll_interval_ms")?,
-            max_submit_retries: f.opt_u32("max_submit_retries")?.unwrap_or(d.max_submit_retries),
-            max_poll_errors: f.opt_u32("max_poll_errors")?.unwrap_or(d.max_poll_errors),
-            unsolvable_retries: f.opt_u32("unsolvable_retries")?.unwrap_or(d.unsolvable_retries),
-            jitter_seed: f.opt_u64("jitter_seed")?,
-            max_jitter_ms: f.opt_u64("max_jitter_ms")?.unwrap_or(d.max_jitter_ms),
-        })
+    /// Reads a parsed config object (for the snapshot reader and the vectors).
+    pub(crate) fn from_value(value: &Json<'_>) -> Result<Config, String> {
+        serde_json::from_str(&value.to_text()).map_err(|e| format!("config is not valid: {e}"))
     }
 
-    /// Every field, by name (unset timings as null).
-    pub fn to_json(&self) -> Json<'_> {
-        Json::object([
-            ("base_url", Json::from(self.base_url.as_str())),
-            ("request_timeout_ms", self.request_timeout_ms.into()),
-            ("deadline_ms", self.deadline_ms.into()),
-            ("initial_wait_ms", self.initial_wait_ms.into()),
-            ("poll_interval_ms", self.poll_interval_ms.into()),
-            ("max_submit_retries", self.max_submit_retries.into()),
-            ("max_poll_errors", self.max_poll_errors.into()),
-            ("unsolvable_retries", self.unsolvable_retries.into()),
-            ("jitter_seed", self.jitter_seed.into()),
-            ("max_jitter_ms", self.max_jitter_ms.into()),
-        ])
+    /// Every field, by name (unset timings as null), as a [`Json`] value (for the snapshot writer).
+    pub(crate) fn to_json(&self) -> Json<'static> {
+        let text = serde_json::to_string(self).unwrap_or_default();
+        Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
     }
 
     /// Checks every field and resolves the timings for a type. Returns the config with its base

@@ -575,11 +575,6 @@ fn decimal_to_f64(text: &str) -> Option<f64> {
     Some(if negative { -value } else { value }).filter(|v| v.is_finite())
 }
 
-/// A decimal number written as text (`"0.3"`, `" 12 "`), read with the JSON number grammar.
-pub(crate) fn number(text: &str) -> Option<f64> {
-    Json::parse(text.trim()).ok().filter(|v| matches!(v, Json::Number(_)))?.as_f64()
-}
-
 /// An object being read; every getter names the field in its error.
 pub(crate) struct Fields<'a> {
     fields: &'a [(Cow<'a, str>, Json<'a>)],

@@ -1,17 +1,23 @@
 //! What a solve ends with: a [`Solution`] or a [`Failure`], and their JSON forms.
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::codes::Class;
-use crate::json::{Fields, Json, single};
+use crate::json::Json;
 
 /// A solve that ended without an answer. Messages never contain the API key.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
+///
+/// As JSON: `{"code", "class", "message", "retry_after_ms", "field", "task_id"}` (absent values
+/// are null).
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[error("{code} ({class}): {message}", class = class.as_str())]
 pub struct Failure {
     /// The raw API code (`ERROR_ZERO_BALANCE`, `IP_BANNED`...) or an engine code
     /// (`INVALID_TASK`, `DEADLINE_EXCEEDED`...); see [`crate::codes::TABLE`].
     pub code: String,
+    /// What the failure means for the caller.
     pub class: Class,
     /// A human explanation.
     pub message: String,
@@ -29,35 +35,30 @@ impl Failure {
         crate::codes::origin(&self.code)
     }
 
-    /// `{"code", "class", "message", "retry_after_ms", "field", "task_id"}` (absent values are null).
-    pub fn to_json(&self) -> Json<'_> {
-        Json::object([
-            ("code", Json::from(self.code.as_str())),
-            ("class", self.class.as_str().into()),
-            ("message", self.message.as_str().into()),
-            ("retry_after_ms", self.retry_after_ms.into()),
-            ("field", self.field.clone().into()),
-            ("task_id", self.task_id.clone().into()),
-        ])
+    /// The JSON form as a [`Json`] value (for the snapshot writer and the vectors).
+    pub(crate) fn to_json(&self) -> Json<'static> {
+        to_json_value(self)
     }
 
-    /// Reads the form [`Failure::to_json`] writes.
-    pub fn from_json(value: &Json<'_>) -> Result<Failure, String> {
-        let f = Fields::new(value, "failure", &["code", "class", "message", "retry_after_ms", "field", "task_id"])?;
-        Ok(Failure {
-            code: f.str("code")?.to_owned(),
-            class: f.name("class", Class::parse)?,
-            message: f.str("message")?.to_owned(),
-            retry_after_ms: f.opt_u64("retry_after_ms")?,
-            field: f.opt_string("field")?,
-            task_id: f.opt_string("task_id")?,
-        })
+    /// Reads the JSON form from a [`Json`] value (for the snapshot reader).
+    pub(crate) fn from_json(value: &Json<'_>) -> Result<Failure, String> {
+        serde_json::from_str(&value.to_text()).map_err(|e| format!("failure: {e}"))
     }
 }
 
+fn to_json_value<T: Serialize>(value: &T) -> Json<'static> {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
+}
+
 /// A solved captcha.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// As JSON: `{"answer": {"text"|"json": ..}, "user_agent", "task_id", "submitted_at",
+/// "solved_at", "elapsed_ms", "polls", "attempts", "expires_at"}` (absent values are null).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Solution {
+    /// The answer: a token or text, or structured JSON.
     pub answer: Answer,
     /// The solver's user agent, where the type returns one; reuse it on the target site.
     pub user_agent: Option<String>,
@@ -89,76 +90,70 @@ impl Solution {
         self.age_ms(now) <= max_age_ms && self.expires_at.is_none_or(|expires| now < expires)
     }
 
-    /// `{"answer": {"text"|"json": ..}, "user_agent", "task_id", "submitted_at", "solved_at",
-    /// "elapsed_ms", "polls", "attempts", "expires_at"}`.
-    pub fn to_json(&self) -> Json<'_> {
-        Json::object([
-            ("answer", self.answer.to_json()),
-            ("user_agent", self.user_agent.clone().into()),
-            ("task_id", self.task_id.clone().into()),
-            ("submitted_at", self.submitted_at.into()),
-            ("solved_at", self.solved_at.into()),
-            ("elapsed_ms", self.elapsed_ms.into()),
-            ("polls", self.polls.into()),
-            ("attempts", self.attempts.into()),
-            ("expires_at", self.expires_at.into()),
-        ])
+    /// The JSON form as a [`Json`] value (for the snapshot writer and the vectors).
+    pub(crate) fn to_json(&self) -> Json<'static> {
+        to_json_value(self)
     }
 
-    /// The solution as the JSON object a client gets (the WIT's `solution-json`): like
-    /// [`Solution::to_json`], but `answer` is the text itself, or the structured answer's JSON value.
+    /// The solution as the JSON object a client gets (the WIT's `solution-json`): the
+    /// [`Serialize`] form, but `answer` is the text itself, or the structured answer's JSON value.
     pub fn client_json(&self) -> String {
         let answer = match &self.answer {
-            Answer::Text(text) => Json::from(text.as_str()),
-            Answer::Json(text) => Json::parse(text).unwrap_or_else(|_| Json::from(text.as_str())),
+            Answer::Text(text) => ClientAnswer::Text(text),
+            Answer::Json(text) => serde_json::from_str(text).map_or(ClientAnswer::Text(text), ClientAnswer::Json),
         };
-        Json::object([
-            ("answer", answer),
-            ("user_agent", self.user_agent.clone().into()),
-            ("task_id", self.task_id.clone().into()),
-            ("submitted_at", self.submitted_at.into()),
-            ("solved_at", self.solved_at.into()),
-            ("elapsed_ms", self.elapsed_ms.into()),
-            ("polls", self.polls.into()),
-            ("attempts", self.attempts.into()),
-            ("expires_at", self.expires_at.into()),
-        ])
-        .to_text()
+        let client = ClientSolution {
+            answer,
+            user_agent: &self.user_agent,
+            task_id: &self.task_id,
+            submitted_at: self.submitted_at,
+            solved_at: self.solved_at,
+            elapsed_ms: self.elapsed_ms,
+            polls: self.polls,
+            attempts: self.attempts,
+            expires_at: self.expires_at,
+        };
+        serde_json::to_string(&client).unwrap_or_default()
     }
 
-    /// Reads the form [`Solution::to_json`] writes.
-    pub fn from_json(value: &Json<'_>) -> Result<Solution, String> {
-        let allowed = [
-            "answer",
-            "user_agent",
-            "task_id",
-            "submitted_at",
-            "solved_at",
-            "elapsed_ms",
-            "polls",
-            "attempts",
-            "expires_at",
-        ];
-        let f = Fields::new(value, "solution", &allowed)?;
-        Ok(Solution {
-            answer: Answer::from_json(f.value("answer")?)?,
-            user_agent: f.opt_string("user_agent")?,
-            task_id: f.opt_string("task_id")?,
-            submitted_at: f.u64("submitted_at")?,
-            solved_at: f.u64("solved_at")?,
-            elapsed_ms: f.u64("elapsed_ms")?,
-            polls: f.u32("polls")?,
-            attempts: f.u32("attempts")?,
-            expires_at: f.opt_u64("expires_at")?,
-        })
+    /// Reads the JSON form from a [`Json`] value (for the snapshot reader).
+    pub(crate) fn from_json(value: &Json<'_>) -> Result<Solution, String> {
+        serde_json::from_str(&value.to_text()).map_err(|e| format!("solution: {e}"))
     }
+}
+
+/// [`Solution::client_json`]'s shape.
+#[derive(Serialize)]
+struct ClientSolution<'a> {
+    answer: ClientAnswer<'a>,
+    user_agent: &'a Option<String>,
+    task_id: &'a Option<String>,
+    submitted_at: u64,
+    solved_at: u64,
+    elapsed_ms: u64,
+    polls: u32,
+    attempts: u32,
+    expires_at: Option<u64>,
+}
+
+/// The answer as a client gets it: the text, or the structured answer's JSON value.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ClientAnswer<'a> {
+    Text(&'a str),
+    Json(serde_json::Value),
 }
 
 /// A solved value: an opaque token or text, or a structured answer as compact JSON
 /// (grid and BLS cell lists, GeeTest and Lemin objects).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// As JSON: `{"text": "..."}` or `{"json": "..."}` (the structured answer as a string).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Answer {
+    /// A token or text, as the service sent it.
     Text(String),
+    /// A structured answer, as compact JSON text.
     Json(String),
 }
 
@@ -171,26 +166,10 @@ impl Answer {
     }
 
     /// The structured answer, parsed.
-    pub fn as_json(&self) -> Option<Json<'_>> {
+    pub fn as_json(&self) -> Option<serde_json::Value> {
         match self {
-            Answer::Json(s) => Json::parse(s).ok(),
+            Answer::Json(s) => serde_json::from_str(s).ok(),
             Answer::Text(_) => None,
-        }
-    }
-
-    /// `{"text": "..."}` or `{"json": "..."}`.
-    pub fn to_json(&self) -> Json<'_> {
-        match self {
-            Answer::Text(s) => Json::object([("text", Json::from(s.as_str()))]),
-            Answer::Json(s) => Json::object([("json", Json::from(s.as_str()))]),
-        }
-    }
-
-    fn from_json(value: &Json<'_>) -> Result<Answer, String> {
-        match single(value, "answer")? {
-            ("text", Json::String(s)) => Ok(Answer::Text(s.to_string())),
-            ("json", Json::String(s)) => Ok(Answer::Json(s.to_string())),
-            _ => Err("answer must be {\"text\": string} or {\"json\": string}".into()),
         }
     }
 }

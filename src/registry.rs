@@ -33,25 +33,6 @@ pub enum FieldKind {
     Sync,
 }
 
-impl FieldKind {
-    /// A short name for documentation (`text`, `url`, `flag`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            FieldKind::Text(_) => "text",
-            FieldKind::Url => "url",
-            FieldKind::Flag => "flag",
-            FieldKind::Score => "score",
-            FieldKind::Choice(_) => "choice",
-            FieldKind::Int(..) => "int",
-            FieldKind::Proxy => "proxy",
-            FieldKind::Image => "image",
-            FieldKind::ImageSet(_) => "image_set",
-            FieldKind::Upload => "upload",
-            FieldKind::Sync => "sync",
-        }
-    }
-}
-
 /// One field of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldSpec {
@@ -84,34 +65,6 @@ pub enum AnswerShape {
     Object(&'static [&'static str]),
 }
 
-impl AnswerShape {
-    pub fn name(self) -> &'static str {
-        match self {
-            AnswerShape::Text => "text",
-            AnswerShape::Cells => "cells",
-            AnswerShape::Object(_) => "object",
-        }
-    }
-}
-
-/// Whether a type needs a proxy for the solver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProxyUse {
-    Unsupported,
-    Optional,
-    Required,
-}
-
-impl ProxyUse {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProxyUse::Unsupported => "unsupported",
-            ProxyUse::Optional => "optional",
-            ProxyUse::Required => "required",
-        }
-    }
-}
-
 /// One captcha type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TypeSpec {
@@ -123,9 +76,6 @@ pub struct TypeSpec {
     pub fixed: &'static [(&'static str, &'static str)],
     pub fields: &'static [FieldSpec],
     pub answer: AnswerShape,
-    /// The reply carries a `user_agent` the client must reuse on the target site.
-    pub user_agent: bool,
-    pub proxy: ProxyUse,
     /// Wait between an accepted submit and the first poll.
     pub initial_wait_ms: u64,
     /// Wait between polls (never below [`MIN_POLL_INTERVAL_MS`]).
@@ -184,8 +134,6 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[],
         fields: &[GOOGLEKEY, PAGEURL, INVISIBLE, DATA_S, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
         answer: AnswerShape::Text,
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 15 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -197,8 +145,6 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[("enterprise", "1")],
         fields: &[GOOGLEKEY, PAGEURL, INVISIBLE, ACTION_OPT, DATA_S, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
         answer: AnswerShape::Text,
-        user_agent: true,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 15 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -210,8 +156,6 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[("version", "v3")],
         fields: &[GOOGLEKEY, PAGEURL, ACTION_REQ, MIN_SCORE, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
         answer: AnswerShape::Text,
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -223,8 +167,6 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[("version", "v3"), ("enterprise", "1")],
         fields: &[GOOGLEKEY, PAGEURL, ACTION_REQ, MIN_SCORE, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
         answer: AnswerShape::Text,
-        user_agent: true,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -246,8 +188,6 @@ pub const TYPES: &[TypeSpec] = &[
             PROXYTYPE_OPT,
         ],
         answer: AnswerShape::Text,
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -266,8 +206,6 @@ pub const TYPES: &[TypeSpec] = &[
             COOKIES,
         ],
         answer: AnswerShape::Text,
-        user_agent: true,
-        proxy: ProxyUse::Required,
         initial_wait_ms: 15 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 300 * SECOND,
@@ -288,8 +226,6 @@ pub const TYPES: &[TypeSpec] = &[
             PROXYTYPE_OPT,
         ],
         answer: AnswerShape::Object(&["challenge", "validate", "seccode"]),
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 15 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -309,8 +245,6 @@ pub const TYPES: &[TypeSpec] = &[
             PROXYTYPE_OPT,
         ],
         answer: AnswerShape::Object(&[]),
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 15 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -322,8 +256,6 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[],
         fields: &[SITEKEY, PAGEURL, PROXY_REQ, PROXYTYPE_REQ, COOKIES, USER_AGENT],
         answer: AnswerShape::Text,
-        user_agent: true,
-        proxy: ProxyUse::Required,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -341,8 +273,6 @@ pub const TYPES: &[TypeSpec] = &[
             PROXYTYPE_OPT,
         ],
         answer: AnswerShape::Text,
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -361,8 +291,6 @@ pub const TYPES: &[TypeSpec] = &[
             PROXYTYPE_OPT,
         ],
         answer: AnswerShape::Object(&["answer", "challenge_uuid"]),
-        user_agent: false,
-        proxy: ProxyUse::Optional,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
@@ -387,8 +315,6 @@ pub const TYPES: &[TypeSpec] = &[
             opt("instructions", "textinstructions", FieldKind::Text(140)),
         ],
         answer: AnswerShape::Text,
-        user_agent: false,
-        proxy: ProxyUse::Unsupported,
         initial_wait_ms: 5 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
@@ -404,8 +330,6 @@ pub const TYPES: &[TypeSpec] = &[
             FieldSpec { default: Some("3x3"), ..opt("grid_size", "grid_size", FieldKind::Choice(&["3x3", "4x4"])) },
         ],
         answer: AnswerShape::Cells,
-        user_agent: false,
-        proxy: ProxyUse::Unsupported,
         initial_wait_ms: 5 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
@@ -420,8 +344,6 @@ pub const TYPES: &[TypeSpec] = &[
             req("images", "image_base64", FieldKind::ImageSet(9)),
         ],
         answer: AnswerShape::Cells,
-        user_agent: false,
-        proxy: ProxyUse::Unsupported,
         initial_wait_ms: 5 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
@@ -439,37 +361,4 @@ pub const UNSUPPORTED: &[(&str, &str)] = &[(
 /// The row for a task-JSON `type`.
 pub fn lookup(name: &str) -> Option<&'static TypeSpec> {
     TYPES.iter().find(|t| t.name == name)
-}
-
-/// The registry as JSON: every type with its method, fields (task name, wire name, kind,
-/// required, default), answer shape, user agent, proxy use, timings and token lifetime.
-pub fn describe() -> crate::json::Json<'static> {
-    use crate::json::Json;
-    let field = |f: &FieldSpec| {
-        Json::object([
-            ("name", Json::from(f.name)),
-            ("param", f.param.into()),
-            ("kind", f.kind.name().into()),
-            ("required", f.required.into()),
-            ("default", f.default.into()),
-        ])
-    };
-    let types = TYPES.iter().map(|t| {
-        Json::object([
-            ("type", Json::from(t.name)),
-            ("method", t.method.into()),
-            ("fixed", Json::Array(t.fixed.iter().map(|(k, v)| Json::Array(vec![(*k).into(), (*v).into()])).collect())),
-            ("fields", Json::Array(t.fields.iter().map(field).collect())),
-            ("answer", t.answer.name().into()),
-            ("user_agent", t.user_agent.into()),
-            ("proxy", t.proxy.name().into()),
-            ("initial_wait_ms", t.initial_wait_ms.into()),
-            ("poll_interval_ms", t.poll_interval_ms.into()),
-            ("deadline_ms", t.deadline_ms.into()),
-            ("token_ttl_ms", t.token_ttl_ms.into()),
-        ])
-    });
-    let unsupported =
-        UNSUPPORTED.iter().map(|(name, why)| Json::object([("type", Json::from(*name)), ("reason", (*why).into())]));
-    Json::object([("types", Json::Array(types.collect())), ("unsupported", Json::Array(unsupported.collect()))])
 }

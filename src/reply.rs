@@ -7,6 +7,17 @@
 //! even though `json=1` was sent; `OK|value` plain text; anything else (an HTML 502 page, an
 //! empty body) is [`Reply::Unexpected`].
 
+//!
+//! Objects are read with serde_json into [`Fields`], which keeps only the keys the engine reads
+//! and borrows their strings from the body.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
 use crate::codes;
 use crate::json::Json;
 use crate::text::find;
@@ -15,15 +26,35 @@ use crate::text::find;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply<'a> {
     /// `status` 1. `value` is `result` when present and non-empty, else `request`.
-    Ok { value: Json<'a>, user_agent: Option<String> },
+    Ok {
+        /// The answer or task id.
+        value: Json<'a>,
+        /// The solver's user agent, where the reply carries one.
+        user_agent: Option<String>,
+    },
     /// `CAPCHA_NOT_READY` (or `CAPTCHA_NOT_READY`).
     NotReady,
     /// An error code (as JSON `request` or bare text), with the optional `error_text`.
-    Code { code: String, text: Option<String> },
+    Code {
+        /// The code as sent.
+        code: String,
+        /// The reply's `error_text`, if any.
+        text: Option<String>,
+    },
     /// A `threadsinfo` reply.
-    Threads { threads: u64, working: u64 },
+    Threads {
+        /// The plan's thread cap.
+        threads: u64,
+        /// Threads busy now.
+        working: u64,
+    },
     /// Neither an answer nor a known code: `what` says briefly what it was.
-    Unexpected { status: u16, what: String },
+    Unexpected {
+        /// The HTTP status.
+        status: u16,
+        /// What the body was, briefly and printably.
+        what: String,
+    },
 }
 
 /// Classifies one reply. Answers and `threadsinfo` counts are trusted only with a 2xx status;
@@ -43,11 +74,10 @@ fn parse_body(body: &[u8]) -> Reply<'_> {
     let Ok(text) = std::str::from_utf8(trimmed) else {
         return unexpected();
     };
-    if text.starts_with('{') {
-        let mut fields = Fields::default();
-        if Json::parse_object_with(text, |key, value| fields.set(&key, value)).is_ok() {
-            return from_fields(fields);
-        }
+    if text.starts_with('{')
+        && let Ok(fields) = serde_json::from_str::<Fields<'_>>(text)
+    {
+        return from_fields(fields);
     }
     if let Some(value) = text.strip_prefix("OK|") {
         return Reply::Ok { value: Json::from(value), user_agent: None };
@@ -59,37 +89,190 @@ fn unexpected() -> Reply<'static> {
     Reply::Unexpected { status: 0, what: String::new() }
 }
 
-/// The reply fields the engine reads, picked out of an object in one pass.
-#[derive(Default)]
-struct Fields<'a> {
-    status: Option<Json<'a>>,
-    request: Option<Json<'a>>,
-    result: Option<Json<'a>>,
-    user_agent: Option<Json<'a>>,
-    error_text: Option<Json<'a>>,
-    threads: Option<Json<'a>>,
-    working_threads: Option<Json<'a>>,
+/// A value in a reply object, borrowed from the body where it can be: strings (the common case:
+/// codes, task ids, tokens) without escapes cost no allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Field<'a> {
+    Null,
+    Bool(bool),
+    Str(Cow<'a, str>),
+    /// A number, array or object.
+    Json(Value),
 }
 
-impl<'a> Fields<'a> {
-    /// Keeps the fields the engine reads (a repeated key: the last one wins).
-    fn set(&mut self, key: &str, value: Json<'a>) {
-        let slot = match key {
-            "status" => &mut self.status,
-            "request" => &mut self.request,
-            "result" => &mut self.result,
-            "user_agent" => &mut self.user_agent,
-            "error_text" => &mut self.error_text,
-            "threads" => &mut self.threads,
-            "working_threads" => &mut self.working_threads,
-            _ => return,
-        };
-        *slot = Some(value).filter(|v| !v.is_null());
+impl<'a> Field<'a> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Field::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as a [`Json`] value (what the state machine reads).
+    fn into_json(self) -> Json<'a> {
+        match self {
+            Field::Null => Json::Null,
+            Field::Bool(b) => Json::Bool(b),
+            Field::Str(s) => Json::String(s),
+            Field::Json(Value::Number(n)) => Json::Number(Cow::Owned(n.to_string())),
+            Field::Json(value) => Json::parse(&value.to_string()).map(Json::into_owned).unwrap_or(Json::Null),
+        }
     }
 }
 
-fn from_fields<'a>(f: Fields<'a>) -> Reply<'a> {
-    let text = |v: Option<Json<'a>>| v.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
+impl<'de> Deserialize<'de> for Field<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl<'de> Visitor<'de> for FieldVisitor {
+    type Value = Field<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Field<'de>, E> {
+        Ok(Field::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Field<'de>, E> {
+        Ok(Field::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Field<'de>, D::Error> {
+        Field::deserialize(deserializer)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Field<'de>, E> {
+        Ok(Field::Bool(b))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Field<'de>, E> {
+        Ok(Field::Json(Value::from(n)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Field<'de>, E> {
+        Ok(Field::Json(Value::from(n)))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Field<'de>, E> {
+        Ok(Field::Json(Value::from(n)))
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Field<'de>, E> {
+        Ok(Field::Str(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Field<'de>, E> {
+        Ok(Field::Str(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Field<'de>, E> {
+        Ok(Field::Str(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Field<'de>, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Field::Json)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Field<'de>, A::Error> {
+        Value::deserialize(MapAccessDeserializer::new(map)).map(Field::Json)
+    }
+}
+
+/// The reply fields the engine reads, picked out of an object in one pass (a repeated key: the
+/// last one wins; other keys are skipped without being kept).
+#[derive(Default)]
+struct Fields<'a> {
+    status: Option<Field<'a>>,
+    request: Option<Field<'a>>,
+    result: Option<Field<'a>>,
+    user_agent: Option<Field<'a>>,
+    error_text: Option<Field<'a>>,
+    threads: Option<Field<'a>>,
+    working_threads: Option<Field<'a>>,
+}
+
+/// A key of a reply object: one the engine reads, or any other.
+enum Key {
+    Status,
+    Request,
+    Result,
+    UserAgent,
+    ErrorText,
+    Threads,
+    WorkingThreads,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "status" => Key::Status,
+                    "request" => Key::Request,
+                    "result" => Key::Result,
+                    "user_agent" => Key::UserAgent,
+                    "error_text" => Key::ErrorText,
+                    "threads" => Key::Threads,
+                    "working_threads" => Key::WorkingThreads,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a reply object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let slot = match key {
+                        Key::Status => &mut fields.status,
+                        Key::Request => &mut fields.request,
+                        Key::Result => &mut fields.result,
+                        Key::UserAgent => &mut fields.user_agent,
+                        Key::ErrorText => &mut fields.error_text,
+                        Key::Threads => &mut fields.threads,
+                        Key::WorkingThreads => &mut fields.working_threads,
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value::<Field<'de>>()?).filter(|v| *v != Field::Null);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
+fn from_fields(f: Fields<'_>) -> Reply<'_> {
+    let text = |v: Option<Field<'_>>| v.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
     if let Some(threads) = f.threads {
         return match (count(&threads), f.working_threads.as_ref().and_then(count)) {
             (Some(threads), Some(working)) => Reply::Threads { threads, working },
@@ -97,20 +280,20 @@ fn from_fields<'a>(f: Fields<'a>) -> Reply<'a> {
         };
     }
     let ok = match &f.status {
-        Some(Json::Number(n)) => n == "1",
-        Some(Json::String(s)) => s.trim() == "1",
-        Some(Json::Bool(b)) => *b,
+        Some(Field::Json(Value::Number(n))) => n.as_u64() == Some(1),
+        Some(Field::Str(s)) => s.trim() == "1",
+        Some(Field::Bool(b)) => *b,
         _ => false,
     };
     if ok {
         let value = f.result.filter(|v| !is_empty(v)).or(f.request).filter(|v| !is_empty(v));
         return match value {
-            Some(value) => Reply::Ok { value, user_agent: text(f.user_agent) },
+            Some(value) => Reply::Ok { value: value.into_json(), user_agent: text(f.user_agent) },
             None => unexpected(),
         };
     }
     match f.request {
-        Some(Json::String(code)) => classify_code(code.trim(), text(f.error_text)),
+        Some(Field::Str(code)) => classify_code(code.trim(), text(f.error_text)),
         _ => unexpected(),
     }
 }
@@ -125,19 +308,20 @@ fn classify_code(code: &str, text: Option<String>) -> Reply<'static> {
     }
 }
 
-fn is_empty(value: &Json<'_>) -> bool {
+fn is_empty(value: &Field<'_>) -> bool {
     match value {
-        Json::Null => true,
-        Json::String(s) => s.trim().is_empty(),
+        Field::Null => true,
+        Field::Str(s) => s.trim().is_empty(),
         _ => false,
     }
 }
 
 /// A non-negative integer sent as a number or a numeric string.
-fn count(value: &Json<'_>) -> Option<u64> {
+fn count(value: &Field<'_>) -> Option<u64> {
     match value {
-        Json::String(s) => s.trim().parse().ok(),
-        other => other.as_u64(),
+        Field::Str(s) => s.trim().parse().ok(),
+        Field::Json(n) => n.as_u64(),
+        _ => None,
     }
 }
 

@@ -5,10 +5,12 @@
 //! and an optional `extra` object of pass-through parameters:
 //! `{"type": "recaptcha_v2", "sitekey": "6Le...", "pageurl": "https://example.com/login"}`.
 
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
 use crate::codes;
 use crate::error::ValidationError;
-use std::borrow::Cow;
-
 use crate::json::Json;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
@@ -90,27 +92,27 @@ fn must(field: &str, rule: &str) -> ValidationError {
 impl Task {
     /// Parses and validates task JSON. Errors name the offending field.
     pub fn from_json(json: &str) -> Result<Task, ValidationError> {
-        let value = Json::parse(json)
+        let value: Value = serde_json::from_str(json)
             .map_err(|e| ValidationError::new(codes::INVALID_TASK, None, format!("task is not valid JSON: {e}")))?;
-        Task::from_json_value(&value)
+        Task::from_value(&value)
     }
 
     /// Validates an already parsed task object.
-    pub fn from_json_value(value: &Json<'_>) -> Result<Task, ValidationError> {
+    pub fn from_value(value: &Value) -> Result<Task, ValidationError> {
         let object = value
             .as_object()
             .ok_or_else(|| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
-        let spec = type_of(value)?;
-        for (name, _) in object {
+        let spec = type_of(object)?;
+        for name in object.keys() {
             if name != "type" && name != "extra" && spec.field(name).is_none() {
                 return Err(unknown_field(spec, name));
             }
         }
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(spec.fields.len());
         for field in spec.fields {
-            let given = value.get(field.name).filter(|v| !v.is_null()).cloned();
-            match given.or_else(|| field.default.map(Json::from)) {
-                Some(v) => values.push((field, parse_field(field, &v)?)),
+            let default = field.default.map(|d| Value::String(d.to_owned()));
+            match object.get(field.name).filter(|v| !v.is_null()).or(default.as_ref()) {
+                Some(v) => values.push((field, parse_field(field, v)?)),
                 None if field.required => {
                     return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
                 }
@@ -119,7 +121,7 @@ impl Task {
         }
         let mut task = Task { spec, values, extra: Vec::new() };
         task.check_combinations()?;
-        if let Some(extra) = value.get("extra").filter(|v| !v.is_null()) {
+        if let Some(extra) = object.get("extra").filter(|v| !v.is_null()) {
             task.extra = task.parse_extra(extra)?;
         }
         Ok(task)
@@ -196,27 +198,16 @@ impl Task {
         }
     }
 
-    /// The canonical task JSON: normalised values, defaults filled in. Parsing it gives back an
-    /// equal task.
-    pub fn to_json(&self) -> Json<'_> {
-        let mut object = vec![(Cow::Borrowed("type"), Json::from(self.spec.name))];
-        for (field, value) in &self.values {
-            let json = match value {
-                FieldValue::Text(text) => Json::from(text.as_str()),
-                FieldValue::Flag(flag) => Json::from(*flag),
-                FieldValue::Int(n) => Json::from(*n),
-                FieldValue::Image(image) => Json::from(image.base64.as_str()),
-                FieldValue::Images(images) => {
-                    Json::Array(images.iter().map(|i| Json::from(i.base64.as_str())).collect())
-                }
-            };
-            object.push((Cow::Borrowed(field.name), json));
-        }
-        if !self.extra.is_empty() {
-            let extra = self.extra.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::from(v.as_str()))).collect();
-            object.push((Cow::Borrowed("extra"), Json::Object(extra)));
-        }
-        Json::Object(object)
+    /// The canonical task JSON as a [`Json`] value (for the snapshot writer; the canonical
+    /// text is what [`Serialize`] writes).
+    pub(crate) fn to_json(&self) -> Json<'static> {
+        let text = serde_json::to_string(self).unwrap_or_default();
+        Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
+    }
+
+    /// Validates a task given as a [`Json`] value (for the snapshot reader).
+    pub(crate) fn from_json_value(value: &Json<'_>) -> Result<Task, ValidationError> {
+        Task::from_json(&value.to_text())
     }
 
     fn get(&self, name: &str) -> Option<&FieldValue> {
@@ -259,7 +250,7 @@ impl Task {
         Ok(())
     }
 
-    fn parse_extra(&self, extra: &Json<'_>) -> Result<Vec<(String, String)>, ValidationError> {
+    fn parse_extra(&self, extra: &Value) -> Result<Vec<(String, String)>, ValidationError> {
         let object = extra
             .as_object()
             .ok_or_else(|| invalid("extra", "`extra` must be an object of parameter names to values"))?;
@@ -267,7 +258,7 @@ impl Task {
         let mut out = Vec::with_capacity(object.len());
         for (name, value) in object {
             let field = format!("extra.{name}");
-            if RESERVED_PARAMS.contains(&name.as_ref()) {
+            if RESERVED_PARAMS.contains(&name.as_str()) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is set by the engine and cannot be overridden"),
@@ -288,22 +279,65 @@ impl Task {
                 ));
             }
             let text = match value {
-                Json::String(s) | Json::Number(s) => s.to_string(),
-                Json::Bool(b) => u8::from(*b).to_string(),
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => u8::from(*b).to_string(),
                 _ => return Err(invalid(&field, format!("`{field}` must be a string, number or boolean"))),
             };
             if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
                 return Err(invalid(&field, format!("`{field}` must be text up to 64 KiB without control characters")));
             }
-            out.push((name.to_string(), text));
+            out.push((name.clone(), text));
         }
         Ok(out)
     }
 }
 
-fn type_of(object: &Json<'_>) -> Result<&'static TypeSpec, ValidationError> {
+/// The canonical task JSON: `type`, the fields in table order with normalised values and
+/// defaults filled in, then `extra` (when not empty). Parsing it gives back an equal task.
+impl Serialize for Task {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.values.len() + 1 + usize::from(!self.extra.is_empty())))?;
+        map.serialize_entry("type", self.spec.name)?;
+        for (field, value) in &self.values {
+            match value {
+                FieldValue::Text(text) => map.serialize_entry(field.name, text)?,
+                FieldValue::Flag(flag) => map.serialize_entry(field.name, flag)?,
+                FieldValue::Int(n) => map.serialize_entry(field.name, n)?,
+                FieldValue::Image(image) => map.serialize_entry(field.name, &image.base64)?,
+                FieldValue::Images(images) => {
+                    let list: Vec<&str> = images.iter().map(|i| i.base64.as_str()).collect();
+                    map.serialize_entry(field.name, &list)?
+                }
+            }
+        }
+        if !self.extra.is_empty() {
+            map.serialize_entry("extra", &ExtraMap(&self.extra))?;
+        }
+        map.end()
+    }
+}
+
+/// `extra` as a JSON object in its stored order.
+struct ExtraMap<'a>(&'a [(String, String)]);
+
+impl Serialize for ExtraMap<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// Validates as [`Task::from_value`] does; the error message names the field.
+impl<'de> Deserialize<'de> for Task {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Task, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Task::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+fn type_of(object: &Map<String, Value>) -> Result<&'static TypeSpec, ValidationError> {
     let name = match object.get("type") {
-        Some(Json::String(name)) => name,
+        Some(Value::String(name)) => name,
         Some(_) => return Err(invalid("type", "`type` must be a string")),
         None => return Err(invalid("type", "`type` is required")),
     };
@@ -335,7 +369,7 @@ fn clip(text: &str) -> String {
     crate::text::clip(text, 64)
 }
 
-fn parse_field(field: &'static FieldSpec, value: &Json<'_>) -> Result<FieldValue, ValidationError> {
+fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, ValidationError> {
     let name = field.name;
     Ok(match field.kind {
         FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
@@ -351,9 +385,10 @@ fn parse_field(field: &'static FieldSpec, value: &Json<'_>) -> Result<FieldValue
     })
 }
 
-fn text(name: &str, value: &Json<'_>, max: usize) -> Result<String, ValidationError> {
+fn text(name: &str, value: &Value, max: usize) -> Result<String, ValidationError> {
     let text = match value {
-        Json::String(s) | Json::Number(s) => s.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
         _ => return Err(must(name, "must be a string")),
     };
     if text.trim().is_empty() {
@@ -368,7 +403,7 @@ fn text(name: &str, value: &Json<'_>, max: usize) -> Result<String, ValidationEr
     Ok(text)
 }
 
-fn url(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
+fn url(name: &str, value: &Value) -> Result<String, ValidationError> {
     let text = text(name, value, 2_048)?;
     let lower = text.to_ascii_lowercase();
     let rest = lower
@@ -383,27 +418,27 @@ fn url(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn flag(name: &str, value: &Json<'_>) -> Result<bool, ValidationError> {
+fn flag(name: &str, value: &Value) -> Result<bool, ValidationError> {
     match value {
-        Json::Bool(b) => Ok(*b),
-        Json::Number(n) if n == "0" => Ok(false),
-        Json::Number(n) if n == "1" => Ok(true),
-        Json::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
-        Json::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::Bool(b) => Ok(*b),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(false),
+        Value::Number(n) if n.as_u64() == Some(1) => Ok(true),
+        Value::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
+        Value::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
         _ => Err(must(name, "must be true or false")),
     }
 }
 
-fn number(name: &str, value: &Json<'_>) -> Result<f64, ValidationError> {
+fn number(name: &str, value: &Value) -> Result<f64, ValidationError> {
     let n = match value {
-        Json::Number(_) => value.as_f64(),
-        Json::String(s) => crate::json::number(s),
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => crate::text::number(s),
         _ => None,
     };
     n.filter(|n| n.is_finite()).ok_or_else(|| must(name, "must be a number"))
 }
 
-fn score(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
+fn score(name: &str, value: &Value) -> Result<String, ValidationError> {
     let n = number(name, value)?;
     if !(0.1..=0.9).contains(&n) {
         return Err(must(name, "must be between 0.1 and 0.9"));
@@ -414,10 +449,10 @@ fn score(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     Ok(if rest == 0 { format!("0.{tenths}") } else { format!("0.{tenths}{rest}") })
 }
 
-fn int(name: &str, value: &Json<'_>, min: i64, max: i64) -> Result<i64, ValidationError> {
+fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationError> {
     let n = match value {
-        Json::Number(_) => value.as_i64(),
-        Json::String(s) => s.trim().parse::<i64>().ok(),
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };
     match n {
@@ -426,7 +461,7 @@ fn int(name: &str, value: &Json<'_>, min: i64, max: i64) -> Result<i64, Validati
     }
 }
 
-fn choice(name: &str, value: &Json<'_>, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
+fn choice(name: &str, value: &Value, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
     let found = value.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim())));
     found
         .copied()
@@ -435,7 +470,7 @@ fn choice(name: &str, value: &Json<'_>, options: &'static [&'static str]) -> Res
 
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
-fn proxy(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
+fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
     let text = text(name, value, 512)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
     if crate::text::find(&text, "://").is_some() {
@@ -472,7 +507,7 @@ fn proxy(name: &str, value: &Json<'_>) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn image_set(name: &str, value: &Json<'_>, count: usize) -> Result<Vec<Image>, ValidationError> {
+fn image_set(name: &str, value: &Value, count: usize) -> Result<Vec<Image>, ValidationError> {
     let items =
         value.as_array().ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
     if items.len() != count {
@@ -487,7 +522,7 @@ fn image_set(name: &str, value: &Json<'_>, count: usize) -> Result<Vec<Image>, V
 
 /// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
 /// are ignored).
-fn image(name: &str, value: &Json<'_>, max_side: Option<u32>) -> Result<Image, ValidationError> {
+fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, ValidationError> {
     let raw = value.as_str().ok_or_else(|| must(name, "must be a base64 string"))?;
     let payload = match raw.strip_prefix("data:") {
         Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),

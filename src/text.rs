@@ -41,3 +41,8 @@ pub(crate) fn redact(text: String, secret: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// A decimal number written as text (`"0.3"`, `" 12 "`), read with the JSON number grammar.
+pub(crate) fn number(text: &str) -> Option<f64> {
+    serde_json::from_str::<f64>(text.trim()).ok().filter(|n| n.is_finite())
+}

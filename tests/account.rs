@@ -29,7 +29,6 @@ fn threadsinfo_replies_parse_with_numbers_or_strings() {
         let info = account::parse_threads_info(200, body.as_bytes()).unwrap();
         assert_eq!(info, ThreadsInfo { threads: 5, working_threads: 2 });
         assert_eq!(info.free(), 3);
-        assert_eq!(info.to_json().to_text(), r#"{"threads":5,"working_threads":2}"#);
     }
     let banned = account::parse_threads_info(200, b"IP_BANNED").unwrap_err();
     assert_eq!(
@@ -68,7 +67,7 @@ fn the_thread_gate_admits_up_to_the_plan_minus_the_reserve() {
     assert_eq!(gate.leave(sixth), Err(UnknownTicket(sixth)));
     let (seventh, _) = gate.enter();
     assert_eq!(gate.set_plan(6).unwrap(), vec![seventh], "a bigger plan admits waiting solves");
-    assert_eq!(gate.set_plan(3).unwrap(), vec![], "a smaller plan never stops running solves");
+    assert_eq!(gate.set_plan(3).unwrap(), Vec::<u64>::new(), "a smaller plan never stops running solves");
     assert_eq!(gate.running(), 5);
     assert!(gate.set_plan(1).is_err(), "the reserve must leave a thread");
     assert_eq!(ThreadGate::new(2, 2).unwrap_err().field.as_deref(), Some("reserve"));

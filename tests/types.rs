@@ -3,7 +3,7 @@
 
 mod common;
 
-use captchaai_engine::registry::{self, AnswerShape, ProxyUse};
+use captchaai_engine::registry::{self, AnswerShape};
 use captchaai_engine::{Body, Config, Output, Solve};
 use common::*;
 
@@ -301,13 +301,10 @@ fn registry_rows_hold_the_documented_timings_and_answers() {
     }
     assert_eq!(row("turnstile").token_ttl_ms, Some(300_000));
     assert_eq!(row("cloudflare_challenge").deadline_ms, 300_000);
-    assert_eq!(row("cloudflare_challenge").proxy, ProxyUse::Required);
-    assert_eq!(row("captchafox").proxy, ProxyUse::Required);
-    assert!(
-        row("cloudflare_challenge").user_agent
-            && row("recaptcha_v3_enterprise").user_agent
-            && row("captchafox").user_agent
-    );
+    for name in ["cloudflare_challenge", "captchafox"] {
+        let proxy = |field| row(name).field(field).is_some_and(|f| f.required);
+        assert!(proxy("proxy") && proxy("proxytype"), "{name} requires a proxy");
+    }
     assert_eq!(row("grid").answer, AnswerShape::Cells);
     assert_eq!(row("bls").answer, AnswerShape::Cells);
     assert_eq!(row("lemin").answer, AnswerShape::Object(&["answer", "challenge_uuid"]));
