@@ -4,7 +4,7 @@ mod common;
 
 use captchaai_engine::json::Json;
 use captchaai_engine::reply::{self, Reply};
-use captchaai_engine::{ApiKey, Class, Config, Misuse, Output, RequestKind, RestoreError, Solve, TransportError};
+use captchaai_engine::{ApiKey, Body, Class, Config, Misuse, Output, RequestKind, RestoreError, Solve, TransportError};
 use common::*;
 
 // Reply parsing -------------------------------------------------------------------------------
@@ -88,6 +88,23 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"json":"0"}}}}"#), "extra.json"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"sitekey":"x"}}}}"#), "extra.sitekey"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":[1]}}"#), "extra"),
+        // Reserved and typed names in any case and with PHP array syntax (a PHP backend reads
+        // `key[]` as `key`), and names outside the safe set.
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"KEY":"x"}}}}"#), "extra.KEY"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"key[]":"x"}}}}"#), "extra.key[]"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"key[0]":"x"}}}}"#), "extra.key[0]"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"method[]":"x"}}}}"#), "extra.method[]"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"json[]":"0"}}}}"#), "extra.json[]"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"Method":"x"}}}}"#), "extra.Method"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"SiteKey":"x"}}}}"#), "extra.SiteKey"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"pageurl[a]":"x"}}}}"#), "extra.pageurl[a]"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","extra":{{"GoogleKey":"x"}}}}"#), "extra.GoogleKey"),
+        (format!(r#"{{"type":"recaptcha_v3","sitekey":"k","pageurl":"{PAGE}","action":"a","extra":{{"Version":"v2"}}}}"#), "extra.Version"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a b":"x"}}}}"#), "extra.a b"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a.b":"x"}}}}"#), "extra.a.b"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a[b]":"x"}}}}"#), "extra.a[b]"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"":"x"}}}}"#), "extra."),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"{}":"x"}}}}"#, "a".repeat(65)), "extra.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
         (format!(r#"{{"type":"image","image":"{img_small}"}}"#), "image"),
         (r#"{"type":"image","image":"not base64!"}"#.to_owned(), "image"),
         (r#"{"type":"image","image":"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0NTY3ODlBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWmFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6"}"#.to_owned(), "image"),
@@ -108,6 +125,16 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
     }
     let not_json = Solve::from_json("{", KEY, &Config::default(), 0).err().unwrap();
     assert_eq!((not_json.code.as_str(), not_json.field), ("INVALID_TASK", None));
+}
+
+#[test]
+fn safe_extra_names_pass_through_in_order() {
+    let task = format!(
+        r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"soft_id":"7","pingback":"x","header_acao":1,"Cookie-Jar_2":true}}}}"#
+    );
+    let mut solve = start(&task);
+    let Body::Form(body) = expect_send(&mut solve, 0).body else { panic!("a form") };
+    assert!(body.ends_with("&soft_id=7&pingback=x&header_acao=1&Cookie-Jar_2=1&json=1"), "{body}");
 }
 
 #[test]

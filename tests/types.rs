@@ -345,3 +345,37 @@ fn structured_answers_are_normalised_to_compact_json() {
     let object = solve_with(&geetest, r#"{"status":1,"request":{"challenge":"c","validate":"v","seccode":"s"}}"#);
     assert_eq!(object.as_str(), r#"{"challenge":"c","validate":"v","seccode":"s"}"#);
 }
+
+#[test]
+fn any_json_object_or_array_answer_of_a_structured_type_is_json() {
+    let solve_with = |task: &str, answer: &str| {
+        let mut solve = start(task);
+        let (poll, at) = to_first_poll(&mut solve);
+        json_reply(&mut solve, at + 100, &poll, answer);
+        match solve.poll_output(at + 100).unwrap() {
+            Output::Solved(s) => s.answer,
+            other => panic!("{other:?}"),
+        }
+    };
+    let json = |text: &str| captchaai_engine::Answer::Json(text.to_owned());
+    let geetest_v3 = format!(r#"{{"type":"geetest_v3","gt":"g","challenge":"c","pageurl":"{PAGE}"}}"#);
+    let geetest_v4 = format!(r#"{{"type":"geetest_v4","captcha_id":"c","pageurl":"{PAGE}"}}"#);
+    let lemin = format!(r#"{{"type":"lemin","captcha_id":"c","div_id":"d","pageurl":"{PAGE}"}}"#);
+    let grid = format!(r#"{{"type":"grid","image":"{}","instructions":"cars"}}"#, image_b64());
+    // The 2captcha-compatible GeeTest v3 form, as an object and as JSON text.
+    let compatible = r#"{"geetest_challenge":"c","geetest_validate":"v","geetest_seccode":"s"}"#;
+    assert_eq!(solve_with(&geetest_v3, &format!(r#"{{"status":1,"request":{compatible}}}"#)), json(compatible));
+    let as_text = serde_json::to_string(compatible).unwrap();
+    assert_eq!(solve_with(&geetest_v3, &format!(r#"{{"status":1,"request":{as_text}}}"#)), json(compatible));
+    let spaced = r#"{"status":1,"request":"{ \"geetest_challenge\": \"c\", \"geetest_validate\": \"v\" }"}"#;
+    assert_eq!(solve_with(&geetest_v3, spaced), json(r#"{"geetest_challenge":"c","geetest_validate":"v"}"#));
+    // Other keys, arrays, for every structured type.
+    for task in [&geetest_v3, &geetest_v4, &lemin, &grid] {
+        assert_eq!(solve_with(task, r#"{"status":1,"request":{"x":1,"a":[2]}}"#), json(r#"{"x":1,"a":[2]}"#), "{task}");
+        assert_eq!(solve_with(task, r#"{"status":1,"request":["a",{"b":1}]}"#), json(r#"["a",{"b":1}]"#), "{task}");
+        assert_eq!(solve_with(task, r#"{"status":1,"request":"[\"a\"]"}"#), json(r#"["a"]"#), "{task}");
+    }
+    assert_eq!(solve_with(&lemin, r#"{"status":1,"request":{"answer":"a"}}"#), json(r#"{"answer":"a"}"#));
+    // Text that is not JSON stays text.
+    assert_eq!(solve_with(&geetest_v3, r#"{"status":1,"request":"validate:v"}"#).as_json(), None);
+}
