@@ -24,19 +24,46 @@ pub(crate) fn build(shape: AnswerShape, value: &Json<'_>) -> Answer {
     build_field(shape, &field)
 }
 
-/// The answer for a reply value.
+/// The answer for a reply value. For the structured types, any JSON object or array (sent as
+/// JSON or as JSON text) is the answer whatever its keys (cell lists are normalised to numbers);
+/// otherwise the plain-text forms are read; what cannot be read stays text.
 pub(crate) fn build_field(shape: AnswerShape, value: &Field<'_>) -> Answer {
+    if shape == AnswerShape::Text {
+        return Answer::Text(text(value));
+    }
+    if let Some(json) = json_structure(value) {
+        let json = match shape {
+            AnswerShape::Cells => json_cells(&json).map(cell_list).unwrap_or(json),
+            _ => json,
+        };
+        return Answer::Json(json.to_string());
+    }
     let structured = match shape {
         AnswerShape::Text => None,
-        AnswerShape::Cells => cells(value).map(|cells| Value::Array(cells.into_iter().map(Value::from).collect())),
+        AnswerShape::Cells => cells(value).map(cell_list),
         AnswerShape::Object(keys) => {
-            object(value).filter(|fields| keys.iter().all(|k| fields.contains_key(*k))).map(Value::Object)
+            text_object(value).filter(|fields| keys.iter().all(|k| fields.contains_key(*k))).map(Value::Object)
         }
     };
     match structured {
         Some(json) => Answer::Json(json.to_string()),
         None => Answer::Text(text(value)),
     }
+}
+
+/// A JSON object or array, given as JSON or as JSON text.
+fn json_structure(value: &Field<'_>) -> Option<Value> {
+    match value {
+        Field::Json(json @ (Value::Array(_) | Value::Object(_))) => Some(json.clone()),
+        Field::Str(s) if s.trim_start().starts_with(['{', '[']) => {
+            serde_json::from_str::<Value>(s).ok().filter(|v| v.is_array() || v.is_object())
+        }
+        _ => None,
+    }
+}
+
+fn cell_list(cells: Vec<u64>) -> Value {
+    Value::Array(cells.into_iter().map(Value::from).collect())
 }
 
 fn text(value: &Field<'_>) -> String {
@@ -48,14 +75,12 @@ fn text(value: &Field<'_>) -> String {
     }
 }
 
+/// A number or the text forms `1,4,7`, `1/4/7`, `click:1/4/7`.
 fn cells(value: &Field<'_>) -> Option<Vec<u64>> {
     match value {
         Field::Json(json) => json_cells(json),
         Field::Str(s) => {
             let s = s.trim();
-            if s.starts_with('[') {
-                return serde_json::from_str::<Value>(s).ok().as_ref().and_then(json_cells);
-            }
             let list = s.strip_prefix("click:").unwrap_or(s);
             let cells: Option<Vec<u64>> = list
                 .split(['/', ',', ';', ' '])
@@ -83,21 +108,13 @@ fn cell(value: &Value) -> Option<u64> {
     }
 }
 
-fn object(value: &Field<'_>) -> Option<Map<String, Value>> {
-    match value {
-        Field::Json(Value::Object(fields)) => Some(fields.clone()),
-        Field::Str(s) if s.trim_start().starts_with('{') => match serde_json::from_str(s) {
-            Ok(Value::Object(fields)) => Some(fields),
-            _ => None,
-        },
-        Field::Str(s) => {
-            let mut fields = Map::new();
-            for pair in s.split(',') {
-                let (k, v) = pair.split_once(':')?;
-                fields.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
-            }
-            Some(fields).filter(|f| !f.is_empty())
-        }
-        _ => None,
+/// The text form `challenge:..,validate:..,seccode:..`.
+fn text_object(value: &Field<'_>) -> Option<Map<String, Value>> {
+    let Field::Str(s) = value else { return None };
+    let mut fields = Map::new();
+    for pair in s.split(',') {
+        let (k, v) = pair.split_once(':')?;
+        fields.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
     }
+    Some(fields).filter(|f| !f.is_empty())
 }

@@ -14,8 +14,11 @@ use crate::error::ValidationError;
 use crate::json::Json;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
-/// Parameters that a task's `extra` object may never set.
+/// Parameters that a task's `extra` object may never set (in any case, nor as `key[]`...).
 pub const RESERVED_PARAMS: &[&str] = &["key", "method", "json"];
+
+/// The longest name of an `extra` parameter.
+const MAX_EXTRA_NAME_BYTES: usize = 64;
 
 const MAX_EXTRA_VALUE_BYTES: usize = 64 * 1024;
 
@@ -257,22 +260,26 @@ impl Task {
         let generated = self.params();
         let mut out = Vec::with_capacity(object.len());
         for (name, value) in object {
-            let field = format!("extra.{name}");
-            if RESERVED_PARAMS.contains(&name.as_str()) {
+            let field = format!("extra.{}", crate::text::clip(name, 100));
+            // A PHP backend reads `key[]` and `key[0]` as `key`; compare the part before `[`,
+            // in any case.
+            let base = name.split('[').next().unwrap_or_default();
+            let is = |param: &str| param.eq_ignore_ascii_case(base);
+            if RESERVED_PARAMS.iter().any(|p| is(p)) {
                 return Err(invalid(
                     &field,
-                    format!("`{field}`: `{name}` is set by the engine and cannot be overridden"),
+                    format!("`{field}`: `{base}` is set by the engine and cannot be overridden"),
                 ));
             }
-            let name_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']');
-            if name.is_empty() || name.len() > 64 || !name.bytes().all(name_ok) {
+            let name_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+            if name.is_empty() || name.len() > MAX_EXTRA_NAME_BYTES || !name.bytes().all(name_ok) {
                 return Err(invalid(
                     &field,
-                    format!("`{field}`: parameter names must be 1-64 letters, digits or _-.[]"),
+                    format!("`{field}`: parameter names must be 1-64 ASCII letters, digits, `_` or `-`"),
                 ));
             }
-            let typed = self.spec.fields.iter().any(|f| f.param == name || f.name == name);
-            if typed || generated.iter().any(|(p, _)| p == name) || name == "file" {
+            let typed = self.spec.fields.iter().any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)));
+            if typed || generated.iter().any(|(p, _)| is(p)) || is("file") {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
