@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use captchaai_engine::{ApiKey, Config, Output, Solve, Task};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 const TASK: &str = r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://portal.example.com/export"}"#;
@@ -52,8 +52,21 @@ fn benches(c: &mut Criterion) {
     println!("snapshot of an in-flight reCAPTCHA solve: {} bytes", snapshot.len());
     c.bench_function("snapshot", |b| b.iter(|| black_box(&mid).snapshot()));
     c.bench_function("restore", |b| b.iter(|| Solve::restore(black_box(&snapshot), key.clone()).unwrap()));
-    c.bench_function("parse a not-ready reply", |b| {
-        b.iter(|| captchaai_engine::reply::parse(200, black_box(REPLIES[1])))
+    // A solve at its first poll, made outside the timing; timed: feeding it a not-ready reply.
+    let at_poll = || {
+        let mut solve = Solve::new(task.clone(), key.clone(), &config, 0).unwrap();
+        let Output::Send(submit) = solve.poll_output(0).unwrap() else { unreachable!() };
+        solve.handle_response(0, submit.id, 200, REPLIES[0]).unwrap();
+        let Output::WaitUntil(t) = solve.poll_output(0).unwrap() else { unreachable!() };
+        let Output::Send(poll) = solve.poll_output(t).unwrap() else { unreachable!() };
+        (solve, poll.id, t)
+    };
+    c.bench_function("handle a not-ready reply (parse + schedule the next poll)", |b| {
+        b.iter_batched_ref(
+            at_poll,
+            |(solve, id, t)| solve.handle_response(*t, *id, 200, black_box(REPLIES[1])).unwrap(),
+            BatchSize::SmallInput,
+        )
     });
 }
 

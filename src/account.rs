@@ -16,7 +16,9 @@ use crate::reply::{self, Reply};
 /// The plan's thread cap and how many threads are busy now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadsInfo {
+    /// The plan's thread cap.
     pub threads: u64,
+    /// Threads busy now.
     pub working_threads: u64,
 }
 
@@ -129,7 +131,10 @@ pub enum Admission {
     /// Start now: a thread is reserved for it.
     Admitted,
     /// Wait: `position` solves are ahead of it (0 = next).
-    Queued { position: u64 },
+    Queued {
+        /// Solves ahead of this one.
+        position: u64,
+    },
 }
 
 /// A ticket the gate does not hold.
@@ -161,10 +166,12 @@ impl ThreadGate {
         self.plan_threads - self.reserve
     }
 
+    /// Solves running now.
     pub fn running(&self) -> usize {
         self.running.len()
     }
 
+    /// Solves waiting for a thread.
     pub fn queued(&self) -> usize {
         self.queue.len()
     }

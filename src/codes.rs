@@ -66,6 +66,7 @@ pub enum Source {
 pub struct CodeInfo {
     /// The code exactly as it appears on the wire (or the engine's own name).
     pub code: &'static str,
+    /// Who produces the code.
     pub source: Source,
     /// The class of the failure when this code ends a solve.
     pub class: Class,

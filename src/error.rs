@@ -15,10 +15,12 @@ pub struct ValidationError {
     pub code: &'static str,
     /// The offending field (`sitekey`, `images[3]`, `extra.key`, `deadline_ms`...), where one is to blame.
     pub field: Option<String>,
+    /// What is wrong, naming the field.
     pub message: String,
 }
 
 impl ValidationError {
+    /// An error with this code (`INVALID_TASK`...), field and message.
     pub fn new(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
         ValidationError { code, field, message: message.into() }
     }
@@ -47,18 +49,34 @@ impl From<ValidationError> for Failure {
 pub enum Misuse {
     /// `now` is earlier than a time this solve has already been given.
     #[error("time went backwards: {now} ms is before {last} ms, which this solve has already seen")]
-    TimeWentBackwards { last: u64, now: u64 },
+    TimeWentBackwards {
+        /// The latest time the solve has seen.
+        last: u64,
+        /// The time given.
+        now: u64,
+    },
     /// No request with this id was ever sent by this solve.
     #[error("request {request_id} was never sent by this solve")]
-    UnknownRequest { request_id: u32 },
+    UnknownRequest {
+        /// The id given.
+        request_id: u32,
+    },
     /// The request was sent but is no longer awaited (already answered, timed out, or the
     /// solve has finished).
     #[error("request {request_id} is no longer awaited")]
-    StaleResponse { request_id: u32 },
+    StaleResponse {
+        /// The id given.
+        request_id: u32,
+    },
     /// A result for a request that was not due before `at`: it was sent too early, which could
     /// poll CaptchaAI faster than it allows.
     #[error("request {request_id} was not due before {at} ms")]
-    NotDue { request_id: u32, at: u64 },
+    NotDue {
+        /// The id given.
+        request_id: u32,
+        /// When the request was due.
+        at: u64,
+    },
 }
 
 impl Misuse {

@@ -40,7 +40,9 @@ pub struct FieldSpec {
     pub name: &'static str,
     /// The `in.php` parameter (empty for fields that change how the task is sent).
     pub param: &'static str,
+    /// How the value is checked and encoded.
     pub kind: FieldKind,
+    /// Whether a task of the type must give the field.
     pub required: bool,
     /// The value used when the task leaves the field out.
     pub default: Option<&'static str>,
@@ -74,7 +76,9 @@ pub struct TypeSpec {
     pub method: &'static str,
     /// Parameters every task of this type sends.
     pub fixed: &'static [(&'static str, &'static str)],
+    /// The task fields, in the order they are sent.
     pub fields: &'static [FieldSpec],
+    /// The shape of the solved answer.
     pub answer: AnswerShape,
     /// Wait between an accepted submit and the first poll.
     pub initial_wait_ms: u64,

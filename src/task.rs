@@ -53,19 +53,25 @@ enum FieldValue {
 pub struct Image {
     /// Canonical (padded, standard alphabet) base64 of the bytes.
     pub base64: String,
+    /// The format its magic bytes show.
     pub format: ImageFormat,
+    /// The decoded size in bytes.
     pub len: usize,
 }
 
 /// The image formats CaptchaAI accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageFormat {
+    /// JPEG (`FF D8 FF`).
     Jpeg,
+    /// PNG.
     Png,
+    /// GIF87a or GIF89a.
     Gif,
 }
 
 impl ImageFormat {
+    /// The MIME type (`image/png`...).
     pub fn mime(self) -> &'static str {
         match self {
             ImageFormat::Jpeg => "image/jpeg",
@@ -74,6 +80,7 @@ impl ImageFormat {
         }
     }
 
+    /// The file extension used for multipart uploads (`png`...).
     pub fn extension(self) -> &'static str {
         match self {
             ImageFormat::Jpeg => "jpg",
