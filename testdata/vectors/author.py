@@ -148,6 +148,11 @@ vector("type_geetest_v3", "GeeTest v3: the answer is a JSON object string",
        {"type": "geetest_v3", "gt": "81388ea1fc187e0c335c0a8907ff2625", "challenge": "12345678abc90123d45678ef90123a456b", "pageurl": PAGE},
        [ok("5019283748"), ok(js({"challenge": "1a2b3c4d5e6f", "validate": "9f8e7d6c5b4a", "seccode": "9f8e7d6c5b4a|jordan"}))],
        solved(2))
+GEETEST_COMPATIBLE = {"geetest_challenge": "1a2b3c4d5e6f", "geetest_validate": "9f8e7d6c5b4a",
+                      "geetest_seccode": "9f8e7d6c5b4a|jordan"}
+vector("type_geetest_v3_compatible_keys", "GeeTest v3: an object answer with the 2captcha-compatible geetest_* keys is JSON",
+       {"type": "geetest_v3", "gt": "81388ea1fc187e0c335c0a8907ff2625", "challenge": "12345678abc90123d45678ef90123a456b", "pageurl": PAGE},
+       [ok("5019283751"), ok(GEETEST_COMPATIBLE)], solved(2, js(GEETEST_COMPATIBLE)))
 vector("type_geetest_v4", "GeeTest v4: captcha_id as gt, version=4, object answer",
        {"type": "geetest_v4", "captcha_id": "e392e1d7fd421dc63325744d5a2b9c73", "pageurl": PAGE},
        [ok("5019283749"), ok(js({"captcha_id": "e392e1d7fd421dc63325744d5a2b9c73", "lot_number": "7bb8d6a7",
@@ -193,6 +198,8 @@ vector("reject_bad_proxy", "a proxy with a scheme is malformed", {**RECAPTCHA, "
        [], rejected("proxy"))
 vector("reject_extra_overrides_key", "extra parameters can never override key, method or json",
        {**TURNSTILE, "extra": {"key": "other"}}, [], rejected("extra.key"))
+vector("reject_extra_reserved_any_case", "extra can neither set KEY nor key[] (a PHP backend reads key[] as key)",
+       {**TURNSTILE, "extra": {"soft_id": "7", "KEY[]": "other"}}, [], rejected("extra.KEY[]"))
 vector("reject_invalid_config", "a poll interval under 5 s is an INVALID_CONFIG failure", TURNSTILE, [],
        {"outcome": "rejected", "code": "INVALID_CONFIG", "class": "permanent", "field": "poll_interval_ms", "sends": 0},
        config={"poll_interval_ms": 1000})
