@@ -69,13 +69,13 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
 }
 
 #[test]
-fn safe_extra_names_pass_through_in_order() {
+fn safe_extra_names_pass_through_sorted_by_name() {
     let task = format!(
         r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"soft_id":"7","pingback":"x","header_acao":1,"Cookie-Jar_2":true}}}}"#
     );
     let mut solve = start(&task);
     let Body::Form(body) = expect_send(&mut solve, 0).body else { panic!("a form") };
-    assert!(body.ends_with("&soft_id=7&pingback=x&header_acao=1&Cookie-Jar_2=1&json=1"), "{body}");
+    assert!(body.ends_with("&Cookie-Jar_2=1&header_acao=1&pingback=x&soft_id=7&json=1"), "{body}");
 }
 
 #[test]

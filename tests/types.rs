@@ -343,7 +343,7 @@ fn structured_answers_are_normalised_to_compact_json() {
     let plain = solve_with(&geetest, r#"{"status":1,"request":"challenge:c1,validate:v1,seccode:s1|jordan"}"#);
     assert_eq!(plain.as_json().unwrap().get("seccode").and_then(|v| v.as_str()), Some("s1|jordan"));
     let object = solve_with(&geetest, r#"{"status":1,"request":{"challenge":"c","validate":"v","seccode":"s"}}"#);
-    assert_eq!(object.as_str(), r#"{"challenge":"c","validate":"v","seccode":"s"}"#);
+    assert_eq!(object.as_str(), r#"{"challenge":"c","seccode":"s","validate":"v"}"#, "compact, keys sorted");
 }
 
 #[test]
@@ -363,7 +363,7 @@ fn any_json_object_or_array_answer_of_a_structured_type_is_json() {
     let lemin = format!(r#"{{"type":"lemin","captcha_id":"c","div_id":"d","pageurl":"{PAGE}"}}"#);
     let grid = format!(r#"{{"type":"grid","image":"{}","instructions":"cars"}}"#, image_b64());
     // The 2captcha-compatible GeeTest v3 form, as an object and as JSON text.
-    let compatible = r#"{"geetest_challenge":"c","geetest_validate":"v","geetest_seccode":"s"}"#;
+    let compatible = r#"{"geetest_challenge":"c","geetest_seccode":"s","geetest_validate":"v"}"#;
     assert_eq!(solve_with(&geetest_v3, &format!(r#"{{"status":1,"request":{compatible}}}"#)), json(compatible));
     let as_text = serde_json::to_string(compatible).unwrap();
     assert_eq!(solve_with(&geetest_v3, &format!(r#"{{"status":1,"request":{as_text}}}"#)), json(compatible));
@@ -371,7 +371,7 @@ fn any_json_object_or_array_answer_of_a_structured_type_is_json() {
     assert_eq!(solve_with(&geetest_v3, spaced), json(r#"{"geetest_challenge":"c","geetest_validate":"v"}"#));
     // Other keys, arrays, for every structured type.
     for task in [&geetest_v3, &geetest_v4, &lemin, &grid] {
-        assert_eq!(solve_with(task, r#"{"status":1,"request":{"x":1,"a":[2]}}"#), json(r#"{"x":1,"a":[2]}"#), "{task}");
+        assert_eq!(solve_with(task, r#"{"status":1,"request":{"x":1,"a":[2]}}"#), json(r#"{"a":[2],"x":1}"#), "{task}");
         assert_eq!(solve_with(task, r#"{"status":1,"request":["a",{"b":1}]}"#), json(r#"["a",{"b":1}]"#), "{task}");
         assert_eq!(solve_with(task, r#"{"status":1,"request":"[\"a\"]"}"#), json(r#"["a"]"#), "{task}");
     }
