@@ -51,17 +51,15 @@ fn benches(c: &mut Criterion) {
     let snapshot = mid.snapshot();
     println!("snapshot of an in-flight reCAPTCHA solve: {} bytes", snapshot.len());
     c.bench_function("snapshot", |b| b.iter(|| black_box(&mid).snapshot()));
-    c.bench_function("restore", |b| b.iter(|| Solve::restore(black_box(&snapshot), key.clone()).unwrap()));
+    c.bench_function("restore", |b| b.iter(|| Solve::restore(black_box(&snapshot), KEY).unwrap()));
     // A solve at its first poll, made outside the timing; timed: feeding it a not-ready reply.
     let at_poll = || {
         let mut solve = Solve::new(task.clone(), key.clone(), &config, 0).unwrap();
         let Output::Send(submit) = solve.poll_output(0).unwrap() else { unreachable!() };
-        solve.handle_response(0, submit.id, 200, REPLIES[0]).unwrap();
-        let Output::WaitUntil(t) = solve.poll_output(0).unwrap() else { unreachable!() };
-        let Output::Send(poll) = solve.poll_output(t).unwrap() else { unreachable!() };
-        (solve, poll.id, t)
+        let Output::Send(poll) = solve.handle_response(0, submit.id, 200, REPLIES[0]).unwrap() else { unreachable!() };
+        (solve, poll.id, poll.at)
     };
-    c.bench_function("handle a not-ready reply (parse + schedule the next poll)", |b| {
+    c.bench_function("handle a not-ready reply (parse, schedule and return the next poll)", |b| {
         b.iter_batched_ref(
             at_poll,
             |(solve, id, t)| solve.handle_response(*t, *id, 200, black_box(REPLIES[1])).unwrap(),

@@ -9,9 +9,8 @@ use crate::codes::{self, Class};
 use crate::config::{Config, normalise_base_url};
 use crate::error::{ValidationError, invalid_config};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
-use crate::json::Json;
 use crate::outcome::Failure;
-use crate::reply::{self, Reply};
+use crate::reply::{self, Field, Reply};
 
 /// The plan's thread cap and how many threads are busy now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +87,9 @@ pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     match reply::parse(status, body) {
         Reply::Ok { value, .. } => {
             let number = match &value {
-                Json::String(s) => crate::text::number(s),
-                other => other.as_f64(),
+                Field::Str(s) => crate::text::number(s),
+                Field::Json(n) => n.as_f64(),
+                _ => None,
             };
             number
                 .filter(|n: &f64| n.is_finite())

@@ -4,30 +4,16 @@
 //! or in the plain-text forms peers document (`click:1/4/7`, `challenge:..,validate:..`). A
 //! structured answer that cannot be read is returned as text rather than dropped.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
-use crate::json::Json;
 use crate::outcome::Answer;
 use crate::registry::AnswerShape;
 use crate::reply::Field;
 
-/// The answer for a reply value given as a [`Json`] value (what the state machine holds).
-pub(crate) fn build(shape: AnswerShape, value: &Json<'_>) -> Answer {
-    let field = match value {
-        Json::Null => Field::Null,
-        Json::Bool(b) => Field::Bool(*b),
-        Json::String(s) => Field::Str(Cow::Borrowed(s)),
-        other => serde_json::from_str(&other.to_text()).map_or(Field::Null, Field::Json),
-    };
-    build_field(shape, &field)
-}
-
 /// The answer for a reply value. For the structured types, any JSON object or array (sent as
 /// JSON or as JSON text) is the answer whatever its keys (cell lists are normalised to numbers);
 /// otherwise the plain-text forms are read; what cannot be read stays text.
-pub(crate) fn build_field(shape: AnswerShape, value: &Field<'_>) -> Answer {
+pub(crate) fn build(shape: AnswerShape, value: &Field<'_>) -> Answer {
     if shape == AnswerShape::Text {
         return Answer::Text(text(value));
     }

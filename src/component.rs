@@ -58,8 +58,7 @@ impl wit_engine::GuestSolve for SolveResource {
     }
 
     fn restore(snapshot: String, key: String) -> Result<wit_engine::Solve, wit::RestoreError> {
-        let key = ApiKey::new(key).map_err(|e| wit::RestoreError::InvalidKey(e.message))?;
-        Solve::restore(&snapshot, key)
+        Solve::restore(&snapshot, &key)
             .map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve))))
             .map_err(restore_error_to_wit)
     }

@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes;
 use crate::error::{ValidationError, invalid_config};
-use crate::json::Json;
 use crate::registry::{MIN_POLL_INTERVAL_MS, TypeSpec};
 
 /// The service's address unless a config says otherwise.
@@ -117,17 +116,6 @@ impl Config {
     pub fn from_json(json: &str) -> Result<Config, ValidationError> {
         serde_json::from_str(json)
             .map_err(|e| ValidationError::new(codes::INVALID_CONFIG, None, format!("config is not valid: {e}")))
-    }
-
-    /// Reads a parsed config object (for the snapshot reader and the vectors).
-    pub(crate) fn from_value(value: &Json<'_>) -> Result<Config, String> {
-        serde_json::from_str(&value.to_text()).map_err(|e| format!("config is not valid: {e}"))
-    }
-
-    /// Every field, by name (unset timings as null), as a [`Json`] value (for the snapshot writer).
-    pub(crate) fn to_json(&self) -> Json<'static> {
-        let text = serde_json::to_string(self).unwrap_or_default();
-        Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
     }
 
     /// Checks every field and resolves the timings for a type. Returns the config with its base

@@ -54,6 +54,7 @@ pub enum RequestKind {
 }
 
 impl RequestKind {
+    /// The snake_case name (`submit`, `poll`, `threads_info`, `balance`).
     pub fn as_str(self) -> &'static str {
         match self {
             RequestKind::Submit => "submit",
@@ -74,6 +75,7 @@ pub enum Body {
 }
 
 impl Body {
+    /// The body's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             Body::Form(text) => text.as_bytes(),
@@ -87,12 +89,15 @@ impl Body {
 pub struct HttpRequest {
     /// Feed the reply back with this id.
     pub id: u32,
+    /// What the request is for.
     pub kind: RequestKind,
     /// Send at or after this time (epoch ms); a reply to an earlier send is [`crate::Misuse::NotDue`].
     pub at: u64,
+    /// Where to POST it.
     pub url: String,
     /// The `Content-Type` header value.
     pub content_type: Cow<'static, str>,
+    /// The body (it holds the key).
     pub body: Body,
     /// Give up on the reply after this long and report [`TransportError::Timeout`].
     pub timeout_ms: u64,
@@ -192,6 +197,7 @@ pub enum TransportError {
 }
 
 impl TransportError {
+    /// The snake_case name (`timeout`, `connect`, `broken`).
     pub fn as_str(self) -> &'static str {
         match self {
             TransportError::Timeout => "timeout",

@@ -30,21 +30,14 @@
 
 pub mod account;
 mod answer;
-mod base64;
 pub mod codes;
 mod config;
 mod error;
-// Documented when they move to serde (json.rs goes; vectors moves out of the public API).
-#[allow(missing_docs)]
 mod http;
-#[doc(hidden)]
-#[allow(missing_docs)]
-pub mod json;
 mod outcome;
 pub mod registry;
 mod reply;
 mod snapshot;
-#[allow(missing_docs)]
 mod solve;
 mod task;
 mod text;

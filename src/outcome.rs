@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::codes::Class;
-use crate::json::Json;
 
 /// A solve that ended without an answer. Messages never contain the API key.
 ///
@@ -34,21 +33,6 @@ impl Failure {
     pub fn origin(&self) -> crate::codes::Origin {
         crate::codes::origin(&self.code)
     }
-
-    /// The JSON form as a [`Json`] value (for the snapshot writer and the vectors).
-    pub(crate) fn to_json(&self) -> Json<'static> {
-        to_json_value(self)
-    }
-
-    /// Reads the JSON form from a [`Json`] value (for the snapshot reader).
-    pub(crate) fn from_json(value: &Json<'_>) -> Result<Failure, String> {
-        serde_json::from_str(&value.to_text()).map_err(|e| format!("failure: {e}"))
-    }
-}
-
-fn to_json_value<T: Serialize>(value: &T) -> Json<'static> {
-    let text = serde_json::to_string(value).unwrap_or_default();
-    Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
 }
 
 /// A solved captcha.
@@ -90,11 +74,6 @@ impl Solution {
         self.age_ms(now) <= max_age_ms && self.expires_at.is_none_or(|expires| now < expires)
     }
 
-    /// The JSON form as a [`Json`] value (for the snapshot writer and the vectors).
-    pub(crate) fn to_json(&self) -> Json<'static> {
-        to_json_value(self)
-    }
-
     /// The solution as the JSON object a client gets (the WIT's `solution-json`): the
     /// [`Serialize`] form, but `answer` is the text itself, or the structured answer's JSON value.
     pub fn client_json(&self) -> String {
@@ -114,11 +93,6 @@ impl Solution {
             expires_at: self.expires_at,
         };
         serde_json::to_string(&client).unwrap_or_default()
-    }
-
-    /// Reads the JSON form from a [`Json`] value (for the snapshot reader).
-    pub(crate) fn from_json(value: &Json<'_>) -> Result<Solution, String> {
-        serde_json::from_str(&value.to_text()).map_err(|e| format!("solution: {e}"))
     }
 }
 

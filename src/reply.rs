@@ -19,7 +19,6 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::Value;
 
 use crate::codes;
-use crate::json::Json;
 use crate::text::find;
 
 /// A classified reply.
@@ -28,7 +27,7 @@ pub enum Reply<'a> {
     /// `status` 1. `value` is `result` when present and non-empty, else `request`.
     Ok {
         /// The answer or task id.
-        value: Json<'a>,
+        value: Field<'a>,
         /// The solver's user agent, where the reply carries one.
         user_agent: Option<String>,
     },
@@ -80,7 +79,7 @@ fn parse_body(body: &[u8]) -> Reply<'_> {
         return from_fields(fields);
     }
     if let Some(value) = text.strip_prefix("OK|") {
-        return Reply::Ok { value: Json::from(value), user_agent: None };
+        return Reply::Ok { value: Field::Str(Cow::Borrowed(value)), user_agent: None };
     }
     classify_code(text, None)
 }
@@ -100,22 +99,11 @@ pub(crate) enum Field<'a> {
     Json(Value),
 }
 
-impl<'a> Field<'a> {
+impl Field<'_> {
     fn as_str(&self) -> Option<&str> {
         match self {
             Field::Str(s) => Some(s),
             _ => None,
-        }
-    }
-
-    /// The value as a [`Json`] value (what the state machine reads).
-    fn into_json(self) -> Json<'a> {
-        match self {
-            Field::Null => Json::Null,
-            Field::Bool(b) => Json::Bool(b),
-            Field::Str(s) => Json::String(s),
-            Field::Json(Value::Number(n)) => Json::Number(Cow::Owned(n.to_string())),
-            Field::Json(value) => Json::parse(&value.to_string()).map(Json::into_owned).unwrap_or(Json::Null),
         }
     }
 }
@@ -288,7 +276,7 @@ fn from_fields(f: Fields<'_>) -> Reply<'_> {
     if ok {
         let value = f.result.filter(|v| !is_empty(v)).or(f.request).filter(|v| !is_empty(v));
         return match value {
-            Some(value) => Reply::Ok { value: value.into_json(), user_agent: text(f.user_agent) },
+            Some(value) => Reply::Ok { value, user_agent: text(f.user_agent) },
             None => unexpected(),
         };
     }
@@ -355,21 +343,25 @@ mod tests {
 
     #[test]
     fn replies_parse_in_every_documented_shape() {
-        fn ok(value: Json<'static>, ua: Option<&str>) -> Reply<'static> {
+        fn ok(value: Field<'static>, ua: Option<&str>) -> Reply<'static> {
             Reply::Ok { value, user_agent: ua.map(str::to_owned) }
         }
         let code = |c: &str| Reply::Code { code: c.to_owned(), text: None };
         let cases: Vec<(u16, &str, Reply)> = vec![
-            (200, r#"{"status":1,"request":"7412"}"#, ok(Json::from("7412"), None)),
-            (200, r#"{"status":1,"request":73846221}"#, ok(Json::from(73846221u64), None)),
-            (200, r#"{"status":"1","request":"tok"}"#, ok(Json::from("tok"), None)),
-            (200, r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#, ok(Json::from("cf"), Some("UA"))),
-            (200, r#"{"status":1,"request":"tok","result":""}"#, ok(Json::from("tok"), None)),
+            (200, r#"{"status":1,"request":"7412"}"#, ok(Field::Str(Cow::Borrowed("7412")), None)),
+            (200, r#"{"status":1,"request":73846221}"#, ok(Field::Json(Value::from(73846221u64)), None)),
+            (200, r#"{"status":"1","request":"tok"}"#, ok(Field::Str(Cow::Borrowed("tok")), None)),
+            (
+                200,
+                r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#,
+                ok(Field::Str(Cow::Borrowed("cf")), Some("UA")),
+            ),
+            (200, r#"{"status":1,"request":"tok","result":""}"#, ok(Field::Str(Cow::Borrowed("tok")), None)),
             (200, r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#, Reply::NotReady),
             (200, r#"{"status":0,"request":"CAPTCHA_NOT_READY"}"#, Reply::NotReady),
             (200, "CAPCHA_NOT_READY", Reply::NotReady),
             (200, "  ERROR_UPLOAD\n", code("ERROR_UPLOAD")),
-            (200, "OK|tok|with|bars", ok(Json::from("tok|with|bars"), None)),
+            (200, "OK|tok|with|bars", ok(Field::Str(Cow::Borrowed("tok|with|bars")), None)),
             (
                 200,
                 r#"{"status":0,"request":"ERROR_PAGEURL","error_text":"bad url"}"#,
@@ -377,7 +369,7 @@ mod tests {
             ),
             (500, r#"{"status":0,"request":"ERROR_SERVER_ERROR"}"#, code("ERROR_SERVER_ERROR")),
             (200, r#"{"threads":"5","working_threads":2}"#, Reply::Threads { threads: 5, working: 2 }),
-            (200, "\u{feff}{\"status\":1,\"request\":\"bom\"}", ok(Json::from("bom"), None)),
+            (200, "\u{feff}{\"status\":1,\"request\":\"bom\"}", ok(Field::Str(Cow::Borrowed("bom")), None)),
             (200, "IP_BANNED", code("IP_BANNED")),
             (200, "ERROR: 1001", code("ERROR: 1001")),
         ];

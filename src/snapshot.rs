@@ -1,12 +1,16 @@
-//! The snapshot format: `{"format":"captchaai-engine/solve","version":1,"task":{..},"config":{..},"state":{..}}`.
+//! The snapshot format: `{"format":"captchaai-engine/solve","version":2,"task":{..},"config":{..},"state":{..}}`.
 //!
 //! The task is stored as canonical task JSON and validated again on restore; the API key is never
-//! stored. Any change to the state's shape needs a new version.
+//! stored. Any change to the state's shape needs a new version. Written and read with serde.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::RestoreError;
-use crate::json::{Fields, Json};
-use crate::solve::State;
+use crate::solve::{State, StateJson};
 use crate::task::Task;
 
 /// Identifies a snapshot of this engine.
@@ -15,49 +19,77 @@ pub const FORMAT: &str = "captchaai-engine/solve";
 /// in-flight request is sent again.
 pub const VERSION: u64 = 2;
 
-/// The snapshot text up to the state: `{"format":..,"version":1,"task":..,"config":..,"state":`.
+/// What a snapshot holds before the state, in the order it is written.
+#[derive(Serialize)]
+struct Head<'a> {
+    format: &'static str,
+    version: u64,
+    task: &'a Task,
+    config: &'a Config,
+    /// Written as null, which [`prefix`] cuts off: [`write`] appends the state in its place.
+    state: (),
+}
+
+/// A snapshot as read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Snapshot {
+    #[serde(rename = "format")]
+    _format: Format,
+    version: u64,
+    task: Task,
+    config: Config,
+    state: StateJson,
+}
+
+/// The `format` field, which must be [`FORMAT`].
+struct Format;
+
+impl<'de> Deserialize<'de> for Format {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Format, D::Error> {
+        let format = Cow::<'de, str>::deserialize(deserializer)?;
+        if format == FORMAT { Ok(Format) } else { Err(serde::de::Error::custom("not a captchaai-engine snapshot")) }
+    }
+}
+
+/// The snapshot text up to the state: `{"format":..,"version":2,"task":..,"config":..,"state":`.
 /// It never changes during a solve, so a solve computes it once.
 pub(crate) fn prefix(task: &Task, config: &Config) -> String {
-    let head = Json::object([
-        ("format", Json::from(FORMAT)),
-        ("version", VERSION.into()),
-        ("task", task.to_json()),
-        ("config", config.to_json()),
-        ("state", Json::Null),
-    ])
-    .to_text();
-    head.strip_suffix("null}").map(str::to_owned).unwrap_or(head)
+    let head = Head { format: FORMAT, version: VERSION, task, config, state: () };
+    let text = serde_json::to_string(&head).unwrap_or_default();
+    text.strip_suffix("null}").map(str::to_owned).unwrap_or(text)
 }
 
 /// The whole snapshot: `prefix` (from [`prefix`]) followed by the state.
 pub(crate) fn write(prefix: &str, state: &State) -> String {
-    let state = state.to_json().to_text();
-    let mut out = String::with_capacity(prefix.len() + state.len() + 1);
-    out.push_str(prefix);
-    out.push_str(&state);
-    out.push('}');
-    out
+    let mut out = Vec::with_capacity(prefix.len() + 256);
+    out.extend_from_slice(prefix.as_bytes());
+    // Serializing plain data into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, state);
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
+/// Reads a snapshot in one typed pass. Only when that fails is the text read again, to say why:
+/// truncated, not JSON, foreign, another version, or invalid content.
 pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
-    let value = Json::parse(text)
-        .map_err(|e| if e.eof { RestoreError::Truncated } else { RestoreError::Malformed(e.to_string()) })?;
-    if value.get("format").and_then(Json::as_str) != Some(FORMAT) {
+    let error = match serde_json::from_str::<Snapshot>(text) {
+        Ok(snapshot) if matches!(snapshot.version, 1 | VERSION) => {
+            let state = snapshot.state.into_state(snapshot.version)?;
+            return Ok((snapshot.task, snapshot.config, state));
+        }
+        Ok(snapshot) => return Err(RestoreError::UnsupportedVersion(snapshot.version)),
+        Err(e) if e.is_eof() => return Err(RestoreError::Truncated),
+        Err(e) if e.is_syntax() => return Err(RestoreError::Malformed(e.to_string())),
+        Err(e) => e,
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| RestoreError::Malformed(e.to_string()))?;
+    if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
         return Err(RestoreError::Foreign);
     }
-    let version = match value.get("version").and_then(Json::as_u64) {
-        Some(version @ (1 | VERSION)) => version,
-        Some(other) => return Err(RestoreError::UnsupportedVersion(other)),
-        None => return Err(RestoreError::Invalid("missing version".into())),
-    };
-    let f = Fields::new(&value, "snapshot", &["format", "version", "task", "config", "state"])
-        .map_err(RestoreError::Invalid)?;
-    let invalid = |what: &str, e: String| RestoreError::Invalid(format!("{what}: {e}"));
-    let task = Task::from_json_value(f.value("task").map_err(RestoreError::Invalid)?)
-        .map_err(|e| invalid("task", e.to_string()))?;
-    let config =
-        Config::from_value(f.value("config").map_err(RestoreError::Invalid)?).map_err(|e| invalid("config", e))?;
-    let state =
-        State::from_json(f.value("state").map_err(RestoreError::Invalid)?, version).map_err(RestoreError::Invalid)?;
-    Ok((task, config, state))
+    match value.get("version").and_then(Value::as_u64) {
+        Some(1 | VERSION) => Err(RestoreError::Invalid(error.to_string())),
+        Some(other) => Err(RestoreError::UnsupportedVersion(other)),
+        None => Err(RestoreError::Invalid("missing version".into())),
+    }
 }

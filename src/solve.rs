@@ -18,14 +18,15 @@
 //!
 //! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
 
+use serde::{Deserialize, Serialize};
+
 use crate::answer;
 use crate::codes::{self, Action, Class, CodeInfo};
 use crate::config::{Config, Timings};
 use crate::error::{Misuse, RestoreError, ValidationError};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
-use crate::json::{Fields, Json, single};
 use crate::outcome::{Failure, Solution};
-use crate::reply::{self, Reply};
+use crate::reply::{self, Field, Reply};
 use crate::snapshot;
 use crate::task::{Task, Upload};
 
@@ -63,8 +64,9 @@ struct Derived {
     snapshot_prefix: std::cell::OnceCell<String>,
 }
 
-/// The whole in-flight state (what a snapshot holds besides the task and config).
-#[derive(Clone, Debug, PartialEq)]
+/// The whole in-flight state (what a snapshot holds besides the task and config). Snapshots
+/// write it with [`Serialize`]; [`StateJson`] reads it back.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct State {
     /// The latest time this solve has been given.
     pub now: u64,
@@ -89,131 +91,90 @@ pub(crate) struct State {
     pub pending: Option<Failure>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// In JSON: `{"ready": {"step", "at"}}`, `{"solved": <solution>}` or `{"failed": <failure>}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Phase {
     /// `step` is sent (as request `next_id`) at `at`; it stays so until its result is fed back.
     Ready {
         step: Step,
         at: u64,
     },
-    Solved {
-        solution: Solution,
-    },
-    Failed {
-        failure: Failure,
-    },
+    Solved(Solution),
+    Failed(Failure),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// In JSON: `submit`, `threads_info` or `poll`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Step {
     Submit,
     ThreadsInfo,
     Poll,
 }
 
-impl Step {
-    fn as_str(self) -> &'static str {
-        match self {
-            Step::Submit => "submit",
-            Step::ThreadsInfo => "threads_info",
-            Step::Poll => "poll",
-        }
-    }
-
-    fn parse(name: &str) -> Option<Step> {
-        [Step::Submit, Step::ThreadsInfo, Step::Poll].into_iter().find(|s| s.as_str() == name)
-    }
+/// A state as snapshots of version 1 or 2 hold it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StateJson {
+    now: u64,
+    next_id: u32,
+    phase: PhaseJson,
+    started_at: Option<u64>,
+    attempt: u32,
+    submit_retries: u32,
+    poll_errors: u32,
+    busy_rounds: u32,
+    polls: u32,
+    task_id: Option<String>,
+    rng: u64,
+    pending: Option<Failure>,
 }
 
-const STATE_FIELDS: [&str; 12] = [
-    "now",
-    "next_id",
-    "phase",
-    "started_at",
-    "attempt",
-    "submit_retries",
-    "poll_errors",
-    "busy_rounds",
-    "polls",
-    "task_id",
-    "rng",
-    "pending",
-];
+/// A phase as snapshots hold it; version 1 also had `awaiting` (a request in flight).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum PhaseJson {
+    Ready { step: Step, at: u64 },
+    Awaiting { step: Step, id: u32, sent_at: u64 },
+    Solved(Solution),
+    Failed(Failure),
+}
 
-impl State {
-    pub(crate) fn to_json(&self) -> Json<'_> {
-        let phase = match &self.phase {
-            Phase::Ready { step, at } => {
-                ("ready", Json::object([("step", Json::from(step.as_str())), ("at", (*at).into())]))
-            }
-            Phase::Solved { solution } => ("solved", solution.to_json()),
-            Phase::Failed { failure } => ("failed", failure.to_json()),
-        };
-        Json::object([
-            ("now", Json::from(self.now)),
-            ("next_id", self.next_id.into()),
-            ("phase", Json::object([phase])),
-            ("started_at", self.started_at.into()),
-            ("attempt", self.attempt.into()),
-            ("submit_retries", self.submit_retries.into()),
-            ("poll_errors", self.poll_errors.into()),
-            ("busy_rounds", self.busy_rounds.into()),
-            ("polls", self.polls.into()),
-            ("task_id", self.task_id.clone().into()),
-            ("rng", self.rng.into()),
-            ("pending", self.pending.as_ref().map_or(Json::Null, Failure::to_json)),
-        ])
-    }
-
-    /// Reads a state of snapshot `version` (1 or 2). Version 1 also had an `awaiting` phase (a
-    /// request in flight): it becomes `Ready` for that request again, so it is sent once more.
-    pub(crate) fn from_json(value: &Json<'_>, version: u64) -> Result<State, String> {
-        let f = Fields::new(value, "state", &STATE_FIELDS)?;
-        let pending = f.opt_value("pending").map(Failure::from_json).transpose()?;
-        let mut next_id = f.u32("next_id")?;
-        let mut polls = f.u32("polls")?;
-        let phase = match phase_from_json(f.value("phase")?, version)? {
-            (phase, None) => phase,
-            (phase, Some((id, step))) => {
+impl StateJson {
+    /// The state of a snapshot of `version` (1 or 2). A version-1 `awaiting` phase becomes
+    /// `Ready` for that request again, so it is sent once more.
+    pub(crate) fn into_state(self, version: u64) -> Result<State, RestoreError> {
+        let (mut next_id, mut polls) = (self.next_id, self.polls);
+        let phase = match self.phase {
+            PhaseJson::Ready { step, at } => Phase::Ready { step, at },
+            PhaseJson::Awaiting { step, id, sent_at } if version == 1 => {
                 next_id = id;
                 if step == Step::Poll {
                     polls = polls.saturating_sub(1);
                 }
-                phase
+                Phase::Ready { step, at: sent_at }
             }
+            PhaseJson::Awaiting { .. } => {
+                return Err(RestoreError::Invalid(format!("unknown phase `awaiting` in a version {version} snapshot")));
+            }
+            PhaseJson::Solved(solution) => Phase::Solved(solution),
+            PhaseJson::Failed(failure) => Phase::Failed(failure),
         };
         Ok(State {
-            now: f.u64("now")?,
+            now: self.now,
             next_id,
             phase,
-            started_at: f.opt_u64("started_at")?,
-            attempt: f.u32("attempt")?,
-            submit_retries: f.u32("submit_retries")?,
-            poll_errors: f.u32("poll_errors")?,
-            busy_rounds: f.u32("busy_rounds")?,
+            started_at: self.started_at,
+            attempt: self.attempt,
+            submit_retries: self.submit_retries,
+            poll_errors: self.poll_errors,
+            busy_rounds: self.busy_rounds,
             polls,
-            task_id: f.opt_string("task_id")?,
-            rng: f.u64("rng")?,
-            pending,
+            task_id: self.task_id,
+            rng: self.rng,
+            pending: self.pending,
         })
-    }
-}
-
-/// The phase, and for a version-1 `awaiting` phase the request id and step it was sending.
-fn phase_from_json(value: &Json<'_>, version: u64) -> Result<(Phase, Option<(u32, Step)>), String> {
-    match single(value, "phase")? {
-        ("ready", body) => {
-            let f = Fields::new(body, "phase.ready", &["step", "at"])?;
-            Ok((Phase::Ready { step: f.name("step", Step::parse)?, at: f.u64("at")? }, None))
-        }
-        ("awaiting", body) if version == 1 => {
-            let f = Fields::new(body, "phase.awaiting", &["step", "id", "sent_at"])?;
-            let step = f.name("step", Step::parse)?;
-            Ok((Phase::Ready { step, at: f.u64("sent_at")? }, Some((f.u32("id")?, step))))
-        }
-        ("solved", body) => Ok((Phase::Solved { solution: Solution::from_json(body)? }, None)),
-        ("failed", body) => Ok((Phase::Failed { failure: Failure::from_json(body)? }, None)),
-        (other, _) => Err(format!("unknown phase `{}`", other.chars().take(32).collect::<String>())),
     }
 }
 
@@ -249,11 +210,14 @@ impl Solve {
 
     /// Continues a solve from [`Solve::snapshot`], with the key supplied again. The restored
     /// solve makes exactly the decisions the original would have.
-    pub fn restore(snapshot: &str, key: ApiKey) -> Result<Solve, RestoreError> {
+    /// The key is taken as text and checked as [`Solve::from_json`] does
+    /// ([`RestoreError::Key`]).
+    pub fn restore(snapshot: &str, key: &str) -> Result<Solve, RestoreError> {
+        let key = ApiKey::new(key).map_err(RestoreError::Key)?;
         let (task, config, state) = snapshot::read(snapshot)?;
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
-        check_state(&state, &config).map_err(RestoreError::Invalid)?;
+        check_state(&state, &config)?;
         Ok(Solve::assemble(key, task, config, timings, state))
     }
 
@@ -282,10 +246,12 @@ impl Solve {
         snapshot::write(prefix, &self.state)
     }
 
+    /// The validated task.
     pub fn task(&self) -> &Task {
         &self.task
     }
 
+    /// The config the solve runs with (base URL normalised).
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -303,7 +269,7 @@ impl Solve {
 
     /// Whether the solve has reached a terminal output.
     pub fn is_finished(&self) -> bool {
-        matches!(self.state.phase, Phase::Solved { .. } | Phase::Failed { .. })
+        matches!(self.state.phase, Phase::Solved(_) | Phase::Failed(_))
     }
 
     /// What to do at `now` (epoch ms): the request to send at its `at`, or the terminal outcome.
@@ -350,8 +316,8 @@ impl Solve {
             self.finish_failed(failure);
         }
         match self.state.phase {
-            Phase::Solved { ref solution } => Output::Solved(solution.clone()),
-            Phase::Failed { ref failure } => Output::Failed(failure.clone()),
+            Phase::Solved(ref solution) => Output::Solved(solution.clone()),
+            Phase::Failed(ref failure) => Output::Failed(failure.clone()),
             Phase::Ready { step, at } => Output::Send(self.request(step, at)),
         }
     }
@@ -418,7 +384,7 @@ impl Solve {
         let url = self.derived.submit_url.clone();
         match (self.task.upload(), self.task.image()) {
             (Upload::Multipart, Some(image)) => {
-                let bytes = image_bytes(&image.base64);
+                let bytes = image.bytes();
                 let params = self.task.params();
                 HttpRequest::multipart(id, at, url, http::multipart_body(&self.key, &params, image, &bytes), timeout)
             }
@@ -582,7 +548,7 @@ impl Solve {
         }
     }
 
-    fn finish_solved(&mut self, now: u64, value: &Json<'_>, user_agent: Option<String>) {
+    fn finish_solved(&mut self, now: u64, value: &Field<'_>, user_agent: Option<String>) {
         let spec = self.task.spec();
         let submitted_at = self.state.started_at.unwrap_or(now);
         let solution = Solution {
@@ -597,12 +563,12 @@ impl Solve {
             expires_at: spec.token_ttl_ms.map(|ttl| now.saturating_add(ttl)),
         };
         self.state.pending = None;
-        self.state.phase = Phase::Solved { solution };
+        self.state.phase = Phase::Solved(solution);
     }
 
     fn finish_failed(&mut self, failure: Failure) {
         self.state.pending = None;
-        self.state.phase = Phase::Failed { failure };
+        self.state.phase = Phase::Failed(failure);
     }
 
     fn failure(&self, info: &CodeInfo, code: &str, class: Class, message: String) -> Failure {
@@ -656,41 +622,39 @@ const GARBLED: &str = " (the answer holds invalid UTF-8)";
 
 /// Whether an answer holds U+FFFD: the reply had invalid UTF-8 there (hosts replace it with
 /// U+FFFD), so the value is not what the service sent and must not be handed out.
-fn garbled(value: &Json<'_>) -> bool {
+fn garbled(value: &Field<'_>) -> bool {
     match value {
-        Json::String(s) => s.contains('\u{FFFD}'),
-        other => other.to_text().contains('\u{FFFD}'),
+        Field::Str(s) => s.contains('\u{FFFD}'),
+        Field::Json(json) => json.to_string().contains('\u{FFFD}'),
+        Field::Bool(_) | Field::Null => false,
     }
 }
 
 /// A task id is a short run of printable characters, sent as a string or an integer.
-fn task_id_of(value: &Json<'_>) -> Option<String> {
+fn task_id_of(value: &Field<'_>) -> Option<String> {
     let id = match value {
-        Json::String(s) => s.trim().to_owned(),
-        Json::Number(_) => value.as_u64()?.to_string(),
+        Field::Str(s) => s.trim().to_owned(),
+        Field::Json(n) => n.as_u64()?.to_string(),
         _ => return None,
     };
     let printable = id.bytes().all(|b| b.is_ascii_graphic());
     (!id.is_empty() && id.len() <= 64 && printable).then_some(id)
 }
 
-fn image_bytes(base64: &str) -> Vec<u8> {
-    crate::base64::decode(base64).unwrap_or_default()
-}
-
 /// Consistency checks for restored state.
-fn check_state(state: &State, config: &Config) -> Result<(), String> {
+fn check_state(state: &State, config: &Config) -> Result<(), RestoreError> {
+    let invalid = |why: &str| Err(RestoreError::Invalid(why.to_owned()));
     if state.next_id == 0 || state.attempt == 0 || state.attempt > config.unsolvable_retries + 1 {
-        return Err("counters out of range".into());
+        return invalid("counters out of range");
     }
     if state.started_at.is_some_and(|start| start > state.now) {
-        return Err("started_at is after now".into());
+        return invalid("started_at is after now");
     }
-    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Json::from(id.as_str())).as_ref() != Some(id)) {
-        return Err("task_id is malformed".into());
+    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Field::Str(id.into())).as_ref() != Some(id)) {
+        return invalid("task_id is malformed");
     }
     match state.phase {
-        Phase::Ready { step: Step::Poll, .. } if state.task_id.is_none() => Err("polling without a task id".into()),
+        Phase::Ready { step: Step::Poll, .. } if state.task_id.is_none() => invalid("polling without a task id"),
         _ => Ok(()),
     }
 }

@@ -5,17 +5,28 @@
 //! and an optional `extra` object of pass-through parameters:
 //! `{"type": "recaptcha_v2", "sitekey": "6Le...", "pageurl": "https://example.com/login"}`.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::codes;
 use crate::error::ValidationError;
-use crate::json::Json;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
 /// Parameters that a task's `extra` object may never set (in any case, nor as `key[]`...).
 pub const RESERVED_PARAMS: &[&str] = &["key", "method", "json"];
+
+/// Base64 as images arrive: standard alphabet (URL-safe is mapped to it first), padding
+/// optional, non-zero trailing bits accepted (as peers' decoders do).
+const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// The longest name of an `extra` parameter.
 const MAX_EXTRA_NAME_BYTES: usize = 64;
@@ -68,6 +79,13 @@ pub enum ImageFormat {
     Png,
     /// GIF87a or GIF89a.
     Gif,
+}
+
+impl Image {
+    /// The image's bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        STANDARD.decode(&self.base64).unwrap_or_default()
+    }
 }
 
 impl ImageFormat {
@@ -206,18 +224,6 @@ impl Task {
         for (name, value) in &self.extra {
             f(name, value);
         }
-    }
-
-    /// The canonical task JSON as a [`Json`] value (for the snapshot writer; the canonical
-    /// text is what [`Serialize`] writes).
-    pub(crate) fn to_json(&self) -> Json<'static> {
-        let text = serde_json::to_string(self).unwrap_or_default();
-        Json::parse(&text).map(Json::into_owned).unwrap_or(Json::Null)
-    }
-
-    /// Validates a task given as a [`Json`] value (for the snapshot reader).
-    pub(crate) fn from_json_value(value: &Json<'_>) -> Result<Task, ValidationError> {
-        Task::from_json(&value.to_text())
     }
 
     fn get(&self, name: &str) -> Option<&FieldValue> {
@@ -545,8 +551,17 @@ fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, Vali
     if payload.len() > registry::MAX_IMAGE_BYTES * 2 {
         return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
     }
-    let compact: String = payload.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    let bytes = crate::base64::decode(&compact).ok_or_else(|| must(name, "is not valid base64"))?;
+    // Standard or URL-safe alphabet, whitespace ignored.
+    let compact: String = payload
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    let bytes = LENIENT_BASE64.decode(&compact).map_err(|_| must(name, "is not valid base64"))?;
     if bytes.len() < registry::MIN_IMAGE_BYTES {
         return Err(invalid(name, format!("`{name}` is smaller than {} bytes", registry::MIN_IMAGE_BYTES)));
     }
@@ -559,7 +574,7 @@ fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, Vali
     {
         return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
     }
-    Ok(Image { base64: crate::base64::encode(&bytes), format, len: bytes.len() })
+    Ok(Image { base64: STANDARD.encode(&bytes), format, len: bytes.len() })
 }
 
 /// Recognises an image by its magic bytes.
@@ -609,6 +624,30 @@ pub fn dimensions(format: ImageFormat, bytes: &[u8]) -> Option<(u32, u32)> {
                 i += 2 + usize::try_from(be16(i + 2)?).ok()?;
             }
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_decode_leniently_and_encode_canonically() {
+        let gif = |tail: &str| {
+            let mut bytes = b"GIF89a".to_vec();
+            bytes.resize(119, 0); // 160 base64 characters, the last one `=`
+            let text = STANDARD.encode(&bytes);
+            image("image", &Value::String(format!("{}{tail}", text.trim_end_matches('='))), None)
+        };
+        assert_eq!(gif("").unwrap().base64, gif("=").unwrap().base64, "padding is optional");
+        assert!(gif("==").is_err(), "but must be right when present");
+        let url_safe = "R0lGODlh-_-_".to_owned() + &"A".repeat(150);
+        let decoded = image("image", &Value::String(url_safe), None).unwrap();
+        assert!(decoded.base64.starts_with("R0lGODlh+/+/"), "URL-safe input, standard output");
+        assert_eq!(decoded.bytes().len(), decoded.len);
+        for bad in ["R0lGODlh!", "a", "ab=c"] {
+            assert!(image("image", &Value::String(bad.into()), None).is_err(), "{bad}");
         }
     }
 }

@@ -148,7 +148,7 @@ fn the_request_stays_the_same_until_its_result_comes_back() {
     let submit = expect_send(&mut solve, 0);
     let snapshot = solve.snapshot();
     assert_eq!(expect_send(&mut solve, 50), submit, "asking again gives the same request");
-    let mut restored = Solve::restore(&snapshot, captchaai_engine::ApiKey::new(KEY).unwrap()).unwrap();
+    let mut restored = Solve::restore(&snapshot, KEY).unwrap();
     assert_eq!(expect_send(&mut restored, 60), submit, "a snapshot taken while it is out sends it again");
 }
 
@@ -254,7 +254,7 @@ fn snapshots_never_hold_the_key_and_restore_continues() {
     assert!(!snapshot.contains(KEY));
     assert!(snapshot.starts_with(r#"{"format":"captchaai-engine/solve","version":2,"#), "{snapshot}");
     assert!(snapshot.len() < 1_024, "small: {} bytes", snapshot.len());
-    let mut restored = Solve::restore(&snapshot, ApiKey::new(KEY).unwrap()).unwrap();
+    let mut restored = Solve::restore(&snapshot, KEY).unwrap();
     assert_eq!(restored.snapshot(), snapshot);
     json_reply(&mut restored, at + 200, &poll, r#"{"status":1,"request":"0.tok"}"#);
     assert!(
@@ -268,7 +268,7 @@ fn snapshots_never_hold_the_key_and_restore_continues() {
 #[test]
 fn version_1_snapshots_restore_and_resend_the_request_in_flight() {
     let v1 = r#"{"format":"captchaai-engine/solve","version":1,"task":{"type":"turnstile","sitekey":"0x4AAAAAAABkMYinukE8nzY","pageurl":"https://portal.example.com/export"},"config":{"base_url":"https://ocr.captchaai.com","request_timeout_ms":30000,"deadline_ms":null,"initial_wait_ms":null,"poll_interval_ms":null,"max_submit_retries":5,"max_poll_errors":10,"unsolvable_retries":1,"jitter_seed":null,"max_jitter_ms":1000},"state":{"now":10100,"next_id":3,"phase":{"awaiting":{"step":"poll","id":2,"sent_at":10100}},"started_at":0,"attempt":1,"submit_retries":0,"poll_errors":0,"busy_rounds":0,"polls":1,"task_id":"7412","rng":0,"pending":null}}"#;
-    let mut solve = Solve::restore(v1, ApiKey::new(KEY).unwrap()).unwrap();
+    let mut solve = Solve::restore(v1, KEY).unwrap();
     let poll = expect_send(&mut solve, 10_500);
     assert_eq!((poll.id, poll.kind, poll.at), (2, RequestKind::Poll, 10_100));
     json_reply(&mut solve, 10_700, &poll, r#"{"status":1,"request":"0.tok"}"#);
@@ -280,7 +280,7 @@ fn version_1_snapshots_restore_and_resend_the_request_in_flight() {
 
 #[test]
 fn broken_snapshots_are_typed_errors() {
-    let key = || ApiKey::new(KEY).unwrap();
+    let key = || KEY;
     let snapshot = start(&turnstile_task()).snapshot();
     assert_eq!(Solve::restore(&snapshot[..snapshot.len() / 2], key()).err(), Some(RestoreError::Truncated));
     assert!(matches!(Solve::restore("not json", key()).err(), Some(RestoreError::Malformed(_))));
@@ -301,7 +301,11 @@ fn broken_snapshots_are_typed_errors() {
         let broken = snapshot.replace(from, to);
         assert!(matches!(Solve::restore(&broken, key()).err(), Some(RestoreError::Invalid(_))), "{to}");
     }
-    assert!(ApiKey::new("bad").is_err());
+    // The key is taken as text and checked, as Solve::from_json does.
+    match Solve::restore(&snapshot, "bad").err() {
+        Some(RestoreError::Key(e)) => assert_eq!((e.code, e.field.as_deref()), ("INVALID_KEY", Some("key"))),
+        other => panic!("{other:?}"),
+    }
 }
 
 // Key hygiene ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 
 mod common;
 
-use captchaai_engine::{ApiKey, Config, Output, RequestKind, Solve, Task, TransportError};
+use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError};
 use common::{KEY, PAGE};
 use proptest::prelude::*;
 
@@ -115,7 +115,7 @@ fn drive(task: &str, config: &Config, start: u64, script: &[Upstream], restore_a
         }
         let snapshot = solve.snapshot();
         if restore_at.contains(&step) {
-            solve = Solve::restore(&snapshot, ApiKey::new(KEY).unwrap()).expect("restore");
+            solve = Solve::restore(&snapshot, KEY).expect("restore");
             output = solve.poll_output(now).expect("no misuse");
         }
         run.snapshots.push(snapshot);
@@ -207,7 +207,7 @@ proptest! {
     fn arbitrary_input_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256), text in ".{0,200}", status in any::<u16>()) {
         let _ = Task::from_json(&text);
         let _ = Config::from_json(&text);
-        let _ = Solve::restore(&text, ApiKey::new(KEY).unwrap());
+        let _ = Solve::restore(&text, KEY);
         // Both parse the reply with the engine's reply parser first.
         let _ = captchaai_engine::account::parse_threads_info(status, &bytes);
         let _ = captchaai_engine::account::parse_balance(status, &bytes);
@@ -235,7 +235,7 @@ proptest! {
         bytes.truncate(keep);
         let whole = keep == snapshot.len();
         if let Ok(text) = String::from_utf8(bytes) {
-            match Solve::restore(&text, ApiKey::new(KEY).unwrap()) {
+            match Solve::restore(&text, KEY) {
                 Ok(mut restored) => {
                     prop_assert!(whole, "a snapshot cut to {keep} of {} bytes restored", snapshot.len());
                     // Whatever it restored to, it must still behave.

@@ -8,7 +8,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use captchaai_engine::{Answer, Body, Config, Failure, Misuse, Output, Solution, Solve, TransportError};
+use captchaai_engine::{Body, Config, Failure, Misuse, Output, Solution, Solve, TransportError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -147,7 +147,6 @@ impl Engine for Native {
     }
 
     fn restore(&mut self, snapshot: &str, key: &str) -> Result<Solve, String> {
-        let key = captchaai_engine::ApiKey::new(key).map_err(|e| e.to_string())?;
         Solve::restore(snapshot, key).map_err(|e| e.to_string())
     }
 
@@ -181,36 +180,18 @@ impl Engine for Native {
     }
 }
 
-/// `{"code", "class", "origin", "message", "retry_after_ms", "field", "task_id"}`.
+/// The failure's serde form with its `origin`: `{"code", "class", "origin", "message",
+/// "retry_after_ms", "field", "task_id"}`.
 pub fn failure_json(f: &Failure) -> Value {
-    json!({
-        "code": f.code,
-        "class": f.class.as_str(),
-        "origin": f.origin().as_str(),
-        "message": f.message,
-        "retry_after_ms": f.retry_after_ms,
-        "field": f.field,
-        "task_id": f.task_id,
-    })
+    let mut value = serde_json::to_value(f).expect("a failure serializes");
+    value["origin"] = json!(f.origin().as_str());
+    value
 }
 
-/// `{"answer": {"text": s} | {"json": s}, "user_agent", "task_id", "submitted_at", ...}`.
+/// The solution's serde form: `{"answer": {"text": s} | {"json": s}, "user_agent", "task_id",
+/// "submitted_at", ...}`.
 pub fn solution_json(s: &Solution) -> Value {
-    let answer = match &s.answer {
-        Answer::Text(text) => json!({ "text": text }),
-        Answer::Json(text) => json!({ "json": text }),
-    };
-    json!({
-        "answer": answer,
-        "user_agent": s.user_agent,
-        "task_id": s.task_id,
-        "submitted_at": s.submitted_at,
-        "solved_at": s.solved_at,
-        "elapsed_ms": s.elapsed_ms,
-        "polls": s.polls,
-        "attempts": s.attempts,
-        "expires_at": s.expires_at,
-    })
+    serde_json::to_value(s).expect("a solution serializes")
 }
 
 /// The transcript event for an output at time `at`.
