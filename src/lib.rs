@@ -1,24 +1,24 @@
 //! A pure state machine for CaptchaAI's `in.php` / `res.php` protocol: no IO, no clock, no
-//! randomness it was not given. A host drives a [`Solve`] by passing the time in, sending the
-//! requests it asks for, sleeping until the times it names, and feeding replies back.
+//! randomness it was not given. A host drives a [`Solve`] by passing the time in, sending each
+//! request it asks for at the time the request names, and feeding the results back.
 //!
 //! ```
 //! use captchaai_engine::{Config, Output, Solve};
 //!
 //! let task = r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"https://example.com/login"}"#;
 //! let mut solve = Solve::from_json(task, "0123456789abcdef0123456789abcdef", &Config::default(), 0).unwrap();
-//! let mut now = 0;
 //! let mut replies = [r#"{"status":1,"request":"7412"}"#, "CAPCHA_NOT_READY", r#"{"status":1,"request":"0.TOKEN"}"#].into_iter();
+//! let mut output = solve.poll_output(0).unwrap();
 //! let solution = loop {
-//!     match solve.poll_output(now).unwrap() {
+//!     output = match output {
 //!         Output::Send(request) => {
-//!             // A real host POSTs request.body to request.url here.
-//!             solve.handle_response(now, request.id, 200, replies.next().unwrap().as_bytes()).unwrap();
+//!             // A real host sleeps until request.at, then POSTs request.body to request.url.
+//!             let reply = replies.next().unwrap().as_bytes();
+//!             solve.handle_response(request.at, request.id, 200, reply).unwrap() // the next output
 //!         }
-//!         Output::WaitUntil(t) => now = t, // a real host sleeps
 //!         Output::Solved(solution) => break solution,
 //!         Output::Failed(failure) => panic!("{failure}"),
-//!     }
+//!     };
 //! };
 //! assert_eq!(solution.answer.as_str(), "0.TOKEN");
 //! assert_eq!(solution.polls, 2);

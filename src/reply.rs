@@ -100,7 +100,7 @@ pub(crate) enum Field<'a> {
 }
 
 impl Field<'_> {
-    fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Field::Str(s) => Some(s),
             _ => None,

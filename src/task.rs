@@ -8,13 +8,18 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::codes;
 use crate::error::ValidationError;
 use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
+use crate::reply::Field;
 
 /// Parameters that a task's `extra` object may never set (in any case, nor as `key[]`...).
 pub const RESERVED_PARAMS: &[&str] = &["key", "method", "json"];
@@ -120,26 +125,38 @@ fn must(field: &str, rule: &str) -> ValidationError {
 impl Task {
     /// Parses and validates task JSON. Errors name the offending field.
     pub fn from_json(json: &str) -> Result<Task, ValidationError> {
-        let value: Value = serde_json::from_str(json)
-            .map_err(|e| ValidationError::new(codes::INVALID_TASK, None, format!("task is not valid JSON: {e}")))?;
-        Task::from_value(&value)
+        let object = serde_json::from_str::<TaskObject<'_>>(json).map_err(|e| {
+            let message = if e.is_data() {
+                "task must be a JSON object".to_owned()
+            } else {
+                format!("task is not valid JSON: {e}")
+            };
+            ValidationError::new(codes::INVALID_TASK, None, message)
+        })?;
+        Task::from_object(&object)
     }
 
     /// Validates an already parsed task object.
     pub fn from_value(value: &Value) -> Result<Task, ValidationError> {
-        let object = value
-            .as_object()
-            .ok_or_else(|| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
+        let object = TaskObject::deserialize(value)
+            .map_err(|_| ValidationError::new(codes::INVALID_TASK, None, "task must be a JSON object"))?;
+        Task::from_object(&object)
+    }
+
+    fn from_object(object: &TaskObject<'_>) -> Result<Task, ValidationError> {
         let spec = type_of(object)?;
-        for name in object.keys() {
+        for (i, (name, _)) in object.0.iter().enumerate() {
             if name != "type" && name != "extra" && spec.field(name).is_none() {
                 return Err(unknown_field(spec, name));
+            }
+            if object.0[..i].iter().any(|(earlier, _)| earlier == name) {
+                return Err(invalid(clip(name), format!("`{}` is given twice", clip(name))));
             }
         }
         let mut values = Vec::with_capacity(spec.fields.len());
         for field in spec.fields {
-            let default = field.default.map(|d| Value::String(d.to_owned()));
-            match object.get(field.name).filter(|v| !v.is_null()).or(default.as_ref()) {
+            let default = field.default.map(|d| Field::Str(Cow::Borrowed(d)));
+            match object.get(field.name).or(default.as_ref()) {
                 Some(v) => values.push((field, parse_field(field, v)?)),
                 None if field.required => {
                     return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
@@ -149,7 +166,7 @@ impl Task {
         }
         let mut task = Task { spec, values, extra: Vec::new() };
         task.check_combinations()?;
-        if let Some(extra) = object.get("extra").filter(|v| !v.is_null()) {
+        if let Some(extra) = object.get("extra") {
             task.extra = task.parse_extra(extra)?;
         }
         Ok(task)
@@ -266,10 +283,10 @@ impl Task {
         Ok(())
     }
 
-    fn parse_extra(&self, extra: &Value) -> Result<Vec<(String, String)>, ValidationError> {
-        let object = extra
-            .as_object()
-            .ok_or_else(|| invalid("extra", "`extra` must be an object of parameter names to values"))?;
+    fn parse_extra(&self, extra: &Field<'_>) -> Result<Vec<(String, String)>, ValidationError> {
+        let Field::Json(Value::Object(object)) = extra else {
+            return Err(invalid("extra", "`extra` must be an object of parameter names to values"));
+        };
         let generated = self.params();
         let mut out = Vec::with_capacity(object.len());
         for (name, value) in object {
@@ -350,14 +367,48 @@ impl Serialize for ExtraMap<'_> {
 /// Validates as [`Task::from_value`] does; the error message names the field.
 impl<'de> Deserialize<'de> for Task {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Task, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Task::from_value(&value).map_err(serde::de::Error::custom)
+        let object = TaskObject::deserialize(deserializer)?;
+        Task::from_object(&object).map_err(serde::de::Error::custom)
     }
 }
 
-fn type_of(object: &Map<String, Value>) -> Result<&'static TypeSpec, ValidationError> {
+/// The top level of task JSON: its fields in document order, strings borrowed from the text
+/// where they can be (nested values, such as `extra` and `images`, are serde_json values).
+struct TaskObject<'a>(Vec<(Cow<'a, str>, Field<'a>)>);
+
+impl TaskObject<'_> {
+    /// The field with this name, unless it is null.
+    fn get(&self, name: &str) -> Option<&Field<'_>> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v).filter(|v| !matches!(v, Field::Null))
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskObject<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = TaskObject<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a task object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TaskObject<'de>, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(6));
+                while let Some(key) = map.next_key::<Field<'de>>()? {
+                    let Field::Str(key) = key else { return Err(serde::de::Error::custom("keys are strings")) };
+                    fields.push((key, map.next_value::<Field<'de>>()?));
+                }
+                Ok(TaskObject(fields))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+fn type_of(object: &TaskObject<'_>) -> Result<&'static TypeSpec, ValidationError> {
     let name = match object.get("type") {
-        Some(Value::String(name)) => name,
+        Some(Field::Str(name)) => name,
         Some(_) => return Err(invalid("type", "`type` must be a string")),
         None => return Err(invalid("type", "`type` is required")),
     };
@@ -389,7 +440,7 @@ fn clip(text: &str) -> String {
     crate::text::clip(text, 64)
 }
 
-fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, ValidationError> {
+fn parse_field(field: &'static FieldSpec, value: &Field<'_>) -> Result<FieldValue, ValidationError> {
     let name = field.name;
     Ok(match field.kind {
         FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
@@ -400,15 +451,15 @@ fn parse_field(field: &'static FieldSpec, value: &Value) -> Result<FieldValue, V
         FieldKind::Upload => FieldValue::Text(choice(name, value, &["base64", "multipart"])?.to_owned()),
         FieldKind::Int(min, max) => FieldValue::Int(int(name, value, min, max)?),
         FieldKind::Proxy => FieldValue::Text(proxy(name, value)?),
-        FieldKind::Image => FieldValue::Image(image(name, value, None)?),
+        FieldKind::Image => FieldValue::Image(image(name, value.as_str(), None)?),
         FieldKind::ImageSet(count) => FieldValue::Images(image_set(name, value, count)?),
     })
 }
 
-fn text(name: &str, value: &Value, max: usize) -> Result<String, ValidationError> {
+fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationError> {
     let text = match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
+        Field::Str(s) => s.to_string(),
+        Field::Json(Value::Number(n)) => n.to_string(),
         _ => return Err(must(name, "must be a string")),
     };
     if text.trim().is_empty() {
@@ -423,7 +474,7 @@ fn text(name: &str, value: &Value, max: usize) -> Result<String, ValidationError
     Ok(text)
 }
 
-fn url(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn url(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     let text = text(name, value, 2_048)?;
     let lower = text.to_ascii_lowercase();
     let rest = lower
@@ -438,27 +489,27 @@ fn url(name: &str, value: &Value) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn flag(name: &str, value: &Value) -> Result<bool, ValidationError> {
+fn flag(name: &str, value: &Field<'_>) -> Result<bool, ValidationError> {
     match value {
-        Value::Bool(b) => Ok(*b),
-        Value::Number(n) if n.as_u64() == Some(0) => Ok(false),
-        Value::Number(n) if n.as_u64() == Some(1) => Ok(true),
-        Value::String(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
-        Value::String(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
+        Field::Bool(b) => Ok(*b),
+        Field::Json(Value::Number(n)) if n.as_u64() == Some(0) => Ok(false),
+        Field::Json(Value::Number(n)) if n.as_u64() == Some(1) => Ok(true),
+        Field::Str(s) if s == "0" || s.eq_ignore_ascii_case("false") => Ok(false),
+        Field::Str(s) if s == "1" || s.eq_ignore_ascii_case("true") => Ok(true),
         _ => Err(must(name, "must be true or false")),
     }
 }
 
-fn number(name: &str, value: &Value) -> Result<f64, ValidationError> {
+fn number(name: &str, value: &Field<'_>) -> Result<f64, ValidationError> {
     let n = match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => crate::text::number(s),
+        Field::Json(Value::Number(n)) => n.as_f64(),
+        Field::Str(s) => crate::text::number(s),
         _ => None,
     };
     n.filter(|n| n.is_finite()).ok_or_else(|| must(name, "must be a number"))
 }
 
-fn score(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn score(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     let n = number(name, value)?;
     if !(0.1..=0.9).contains(&n) {
         return Err(must(name, "must be between 0.1 and 0.9"));
@@ -469,10 +520,10 @@ fn score(name: &str, value: &Value) -> Result<String, ValidationError> {
     Ok(if rest == 0 { format!("0.{tenths}") } else { format!("0.{tenths}{rest}") })
 }
 
-fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationError> {
+fn int(name: &str, value: &Field<'_>, min: i64, max: i64) -> Result<i64, ValidationError> {
     let n = match value {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse::<i64>().ok(),
+        Field::Json(Value::Number(n)) => n.as_i64(),
+        Field::Str(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };
     match n {
@@ -481,7 +532,7 @@ fn int(name: &str, value: &Value, min: i64, max: i64) -> Result<i64, ValidationE
     }
 }
 
-fn choice(name: &str, value: &Value, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
+fn choice(name: &str, value: &Field<'_>, options: &'static [&'static str]) -> Result<&'static str, ValidationError> {
     let found = value.as_str().and_then(|s| options.iter().find(|o| o.eq_ignore_ascii_case(s.trim())));
     found
         .copied()
@@ -490,7 +541,7 @@ fn choice(name: &str, value: &Value, options: &'static [&'static str]) -> Result
 
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
-fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
+fn proxy(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     let text = text(name, value, 512)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
     if crate::text::find(&text, "://").is_some() {
@@ -527,23 +578,24 @@ fn proxy(name: &str, value: &Value) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn image_set(name: &str, value: &Value, count: usize) -> Result<Vec<Image>, ValidationError> {
-    let items =
-        value.as_array().ok_or_else(|| invalid(name, format!("`{name}` must be an array of {count} base64 images")))?;
+fn image_set(name: &str, value: &Field<'_>, count: usize) -> Result<Vec<Image>, ValidationError> {
+    let Field::Json(Value::Array(items)) = value else {
+        return Err(invalid(name, format!("`{name}` must be an array of {count} base64 images")));
+    };
     if items.len() != count {
         return Err(invalid(name, format!("`{name}` must hold exactly {count} images (got {})", items.len())));
     }
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| image(&format!("{name}[{i}]"), item, Some(registry::MAX_BLS_SIDE_PX)))
+        .map(|(i, item)| image(&format!("{name}[{i}]"), item.as_str(), Some(registry::MAX_BLS_SIDE_PX)))
         .collect()
 }
 
 /// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
 /// are ignored).
-fn image(name: &str, value: &Value, max_side: Option<u32>) -> Result<Image, ValidationError> {
-    let raw = value.as_str().ok_or_else(|| must(name, "must be a base64 string"))?;
+fn image(name: &str, value: Option<&str>, max_side: Option<u32>) -> Result<Image, ValidationError> {
+    let raw = value.ok_or_else(|| must(name, "must be a base64 string"))?;
     let payload = match raw.strip_prefix("data:") {
         Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),
         None => raw,
@@ -638,16 +690,16 @@ mod tests {
             let mut bytes = b"GIF89a".to_vec();
             bytes.resize(119, 0); // 160 base64 characters, the last one `=`
             let text = STANDARD.encode(&bytes);
-            image("image", &Value::String(format!("{}{tail}", text.trim_end_matches('='))), None)
+            image("image", Some(&format!("{}{tail}", text.trim_end_matches('='))), None)
         };
         assert_eq!(gif("").unwrap().base64, gif("=").unwrap().base64, "padding is optional");
         assert!(gif("==").is_err(), "but must be right when present");
         let url_safe = "R0lGODlh-_-_".to_owned() + &"A".repeat(150);
-        let decoded = image("image", &Value::String(url_safe), None).unwrap();
+        let decoded = image("image", Some(&url_safe), None).unwrap();
         assert!(decoded.base64.starts_with("R0lGODlh+/+/"), "URL-safe input, standard output");
         assert_eq!(decoded.bytes().len(), decoded.len);
         for bad in ["R0lGODlh!", "a", "ab=c"] {
-            assert!(image("image", &Value::String(bad.into()), None).is_err(), "{bad}");
+            assert!(image("image", Some(bad), None).is_err(), "{bad}");
         }
     }
 }

@@ -29,6 +29,7 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"json":"0"}}}}"#), "extra.json"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"sitekey":"x"}}}}"#), "extra.sitekey"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":[1]}}"#), "extra"),
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","sitekey":"k2"}}"#), "sitekey"),
         // Reserved and typed names in any case and with PHP array syntax (a PHP backend reads
         // `key[]` as `key`), and names outside the safe set.
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"KEY":"x"}}}}"#), "extra.KEY"),
@@ -64,8 +65,10 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
             failure.message
         );
     }
-    let not_json = Solve::from_json("{", KEY, &Config::default(), 0).err().unwrap();
-    assert_eq!((not_json.code.as_str(), not_json.field), ("INVALID_TASK", None));
+    for not_a_task in ["{", "[1]", "\"x\"", r#"{"type":"turnstile","#] {
+        let failure = Solve::from_json(not_a_task, KEY, &Config::default(), 0).err().unwrap();
+        assert_eq!((failure.code.as_str(), failure.field), ("INVALID_TASK", None), "{not_a_task}");
+    }
 }
 
 #[test]
