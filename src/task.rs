@@ -47,7 +47,8 @@ pub enum Upload {
     Multipart,
 }
 
-/// A validated task. Construct it with [`Task::from_json`] or [`Task::from_json_value`].
+/// A validated task. Construct it with [`Task::from_json`], [`Task::from_value`] or serde
+/// ([`Deserialize`]); [`Serialize`] writes the canonical task JSON.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
     spec: &'static TypeSpec,
