@@ -94,6 +94,20 @@ impl wit_engine::GuestSolve for SolveResource {
         self.0.borrow().snapshot()
     }
 
+    fn snapshot_base(&self) -> String {
+        self.0.borrow().snapshot_base()
+    }
+
+    fn snapshot_state(&self) -> String {
+        self.0.borrow().snapshot_state()
+    }
+
+    fn restore_parts(base: String, state: String, key: String) -> Result<wit_engine::Solve, wit::RestoreError> {
+        Solve::restore_parts(&base, &state, &key)
+            .map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve))))
+            .map_err(restore_error_to_wit)
+    }
+
     fn task_id(&self) -> Option<String> {
         self.0.borrow().task_id().map(str::to_owned)
     }

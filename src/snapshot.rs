@@ -70,6 +70,32 @@ pub(crate) fn write(prefix: &str, state: &State) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The snapshot's base: everything but the state, `{"format":..,"version":2,"task":..,"config":..}`.
+pub(crate) fn base(prefix: &str) -> String {
+    let head = prefix.strip_suffix(r#","state":"#).unwrap_or(prefix);
+    [head, "}"].concat()
+}
+
+/// The state alone, as the whole snapshot holds it.
+pub(crate) fn state(state: &State) -> String {
+    // Serializing plain data cannot fail.
+    serde_json::to_string(state).unwrap_or_default()
+}
+
+/// Reads a snapshot kept as its two parts ([`base`] and [`state`]): the same checks as [`read`]
+/// on the whole they make.
+pub(crate) fn read_parts(base: &str, state: &str) -> Result<(Task, Config, State), RestoreError> {
+    for part in [base, state] {
+        match serde_json::from_str::<serde::de::IgnoredAny>(part) {
+            Ok(_) => {}
+            Err(e) if e.is_eof() => return Err(RestoreError::Truncated),
+            Err(e) => return Err(RestoreError::Malformed(e.to_string())),
+        }
+    }
+    let head = base.trim_end().strip_suffix('}').ok_or(RestoreError::Foreign)?;
+    read(&[head, r#","state":"#, state, "}"].concat())
+}
+
 /// Reads a snapshot in one typed pass. Only when that fails is the text read again, to say why:
 /// truncated, not JSON, foreign, another version, or invalid content.
 pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {

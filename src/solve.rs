@@ -214,7 +214,17 @@ impl Solve {
     /// ([`RestoreError::Key`]).
     pub fn restore(snapshot: &str, key: &str) -> Result<Solve, RestoreError> {
         let key = ApiKey::new(key).map_err(RestoreError::Key)?;
-        let (task, config, state) = snapshot::read(snapshot)?;
+        Solve::restored(key, snapshot::read(snapshot)?)
+    }
+
+    /// Continues a solve from a snapshot kept as its two parts, [`Solve::snapshot_base`] (stored
+    /// once) and a later [`Solve::snapshot_state`]: the same as restoring the whole snapshot.
+    pub fn restore_parts(base: &str, state: &str, key: &str) -> Result<Solve, RestoreError> {
+        let key = ApiKey::new(key).map_err(RestoreError::Key)?;
+        Solve::restored(key, snapshot::read_parts(base, state)?)
+    }
+
+    fn restored(key: ApiKey, (task, config, state): (Task, Config, State)) -> Result<Solve, RestoreError> {
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
         check_state(&state, &config)?;
@@ -242,8 +252,24 @@ impl Solve {
     /// The whole in-flight state as a small versioned JSON string, without the key. It does
     /// hold the task (with any proxy credentials and cookies in it).
     pub fn snapshot(&self) -> String {
-        let prefix = self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config));
-        snapshot::write(prefix, &self.state)
+        snapshot::write(self.snapshot_prefix(), &self.state)
+    }
+
+    /// The part of the snapshot that never changes during a solve: format, version, task and
+    /// config (an image task's image is here). Keep it once per solve and checkpoint only
+    /// [`Solve::snapshot_state`]; [`Solve::restore_parts`] takes both.
+    pub fn snapshot_base(&self) -> String {
+        snapshot::base(self.snapshot_prefix())
+    }
+
+    /// The part of the snapshot that changes with each result: the solve's progress, a few
+    /// hundred bytes whatever the task (no task data, never the key).
+    pub fn snapshot_state(&self) -> String {
+        snapshot::state(&self.state)
+    }
+
+    fn snapshot_prefix(&self) -> &str {
+        self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config))
     }
 
     /// The validated task.

@@ -281,6 +281,25 @@ fn version_1_snapshots_restore_and_resend_the_request_in_flight() {
     assert!(v2.contains(r#""version":2"#), "written back as version 2");
 }
 
+/// A snapshot kept as its two parts: the base (task and config, with any image) once, and the
+/// small state after each result; restoring from the parts is restoring the whole.
+#[test]
+fn snapshot_parts_restore_like_the_whole() {
+    let mut solve = start(&recaptcha_task());
+    let base = solve.snapshot_base();
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"7412"}"#);
+    assert_eq!(solve.snapshot_base(), base, "the base never changes during a solve");
+    let state = solve.snapshot_state();
+    assert!(!state.contains(KEY) && !base.contains(KEY), "no key in either part");
+    assert!(!state.contains("sitekey") && state.len() < 400, "the state holds no task data: {state}");
+    let from_parts = Solve::restore_parts(&base, &state, KEY).unwrap();
+    assert_eq!(from_parts.snapshot(), solve.snapshot());
+    assert!(matches!(Solve::restore_parts(&base[..base.len() - 1], &state, KEY), Err(RestoreError::Truncated)));
+    assert!(matches!(Solve::restore_parts(&base, &state[..10], KEY), Err(RestoreError::Truncated)));
+    assert!(matches!(Solve::restore_parts(&base, "{}", KEY), Err(RestoreError::Invalid(_))));
+}
+
 #[test]
 fn broken_snapshots_are_typed_errors() {
     let key = || KEY;

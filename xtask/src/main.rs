@@ -113,11 +113,21 @@ const WASM_FEATURES: &[&str] = &[
 ];
 
 /// Runs `wasm-opt -Oz` (from PATH, or from an npm install of `binaryen` in the workspace).
+/// The wasm-opt pass level of the chosen build (see BENCHMARKS.md, "Build variants"); the
+/// `ENGINE_WASM_OPT` variable overrides it (`-Oz`, `-O3`, ... or `none`) for measuring variants,
+/// as `CARGO_PROFILE_WASM_OPT_LEVEL` does rustc's opt-level.
+const WASM_OPT_LEVEL: &str = "-O3";
+
 fn wasm_opt(root: &Path, input: &Path, output: &Path) -> Result<()> {
+    let level = env::var("ENGINE_WASM_OPT").unwrap_or_else(|_| WASM_OPT_LEVEL.to_owned());
+    if level == "none" {
+        fs::copy(input, output).with_context(|| format!("copying {}", input.display()))?;
+        return Ok(());
+    }
     let local = root.join("node_modules/.bin/wasm-opt");
     let program = if local.exists() { local } else { PathBuf::from("wasm-opt") };
     let status =
-        Command::new(&program).arg("-Oz").args(WASM_FEATURES).arg(input).arg("-o").arg(output).status().with_context(
+        Command::new(&program).arg(&level).args(WASM_FEATURES).arg(input).arg("-o").arg(output).status().with_context(
             || {
                 format!(
                     "running {}: install binaryen (`apt-get install binaryen` or `npm install binaryen`)",

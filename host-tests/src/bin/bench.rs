@@ -29,9 +29,16 @@ struct Args {
     /// HTTP requests in flight at once.
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
-    /// Keep snapshots before every wait (trap recovery); off measures the engine alone.
+    /// Keep snapshots after every change (trap recovery); off measures the engine alone.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     checkpoints: bool,
+    /// Only the canned solve through the component, `--canned N` times (no emulator, no load
+    /// run): for instruction counts (`valgrind --tool=callgrind`) and build variants.
+    #[arg(long)]
+    canned: Option<usize>,
+    /// With `--canned`: how many snapshots to time after the solves (default: as many).
+    #[arg(long)]
+    canned_snapshots: Option<usize>,
 }
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -39,6 +46,9 @@ const KEY: &str = "0123456789abcdef0123456789abcdef";
 fn main() -> Result<()> {
     let args = Args::parse();
     let wasm = default_component_path();
+    if let Some(rounds) = args.canned {
+        return canned(&EngineHost::load(&wasm, None)?, rounds, args.canned_snapshots.unwrap_or(rounds));
+    }
     let cache = std::env::temp_dir().join(format!("captchaai-bench-cache-{}", std::process::id()));
 
     let cold = EngineHost::load(&wasm, Some(&cache)).context("load the component (cargo xtask component)")?;
@@ -60,7 +70,7 @@ fn main() -> Result<()> {
     }
     println!("instantiation (store + instance): {:.1} µs", started.elapsed().as_secs_f64() * 1e6 / rounds as f64);
 
-    canned(&cached)?;
+    canned(&cached, 20_000, 20_000)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(load(cached, &args))
@@ -142,7 +152,7 @@ async fn load(host: EngineHost, args: &Args) -> Result<()> {
 /// A full solve through the component with canned replies and no IO (the native criterion
 /// bench's scenario, from the `type_recaptcha_v2` golden vector): submit, three not-ready
 /// polls, the answer.
-fn canned(host: &EngineHost) -> Result<()> {
+fn canned(host: &EngineHost, rounds: usize, snapshots: usize) -> Result<()> {
     use host_tests::driver::{HttpResponse, Output};
     let mut instance = host.instantiate(64 << 20)?;
     // The upstream's side comes from the golden vector of the same scenario.
@@ -156,7 +166,6 @@ fn canned(host: &EngineHost) -> Result<()> {
         .map(|entry| entry["reply"]["body"].as_str().map(str::to_owned).context("a reply body"))
         .collect::<Result<_>>()?;
     let config = Config::default();
-    let rounds: usize = std::env::var("CANNED_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20_000);
     let mut calls = 0;
     let started = Instant::now();
     for _ in 0..rounds {
@@ -181,6 +190,20 @@ fn canned(host: &EngineHost) -> Result<()> {
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!("full solve through the component, canned replies: {per:.2} µs ({} calls)", calls / rounds);
+    // A checkpoint of that solve after its submit was answered (what the driver keeps).
+    let solve = instance.create(&task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
+    let Output::Send(submit) = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))? else {
+        bail!("expected the submit")
+    };
+    let reply = HttpResponse { status: 200, body: replies[0].clone() };
+    instance.handle_response(solve, 0, submit.id, &reply)?.map_err(|m| anyhow::anyhow!("{m:?}"))?;
+    let started = Instant::now();
+    let mut bytes = 0;
+    for _ in 0..snapshots {
+        bytes = instance.snapshot_state(solve)?.len();
+    }
+    let per = started.elapsed().as_secs_f64() * 1e6 / snapshots.max(1) as f64;
+    println!("checkpoint (snapshot-state) through the component ({bytes} bytes): {per:.2} µs");
     Ok(())
 }
 

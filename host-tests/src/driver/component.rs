@@ -215,6 +215,29 @@ impl EngineInstance {
         self.api.captchaai_engine_engine().call_solution_json(&mut self.store, solution)
     }
 
+    /// `solve.snapshot-base`: the part of the snapshot that never changes.
+    pub fn snapshot_base(&mut self, solve: ResourceAny) -> wasmtime::Result<String> {
+        let api = self.api.captchaai_engine_engine().solve();
+        api.call_snapshot_base(&mut self.store, solve)
+    }
+
+    /// `solve.snapshot-state`: the part that changes with each result.
+    pub fn snapshot_state(&mut self, solve: ResourceAny) -> wasmtime::Result<String> {
+        let api = self.api.captchaai_engine_engine().solve();
+        api.call_snapshot_state(&mut self.store, solve)
+    }
+
+    /// `solve.restore-parts`.
+    pub fn restore_parts(
+        &mut self,
+        base: &str,
+        state: &str,
+        key: &str,
+    ) -> wasmtime::Result<Result<ResourceAny, RestoreError>> {
+        let api = self.api.captchaai_engine_engine().solve();
+        api.call_restore_parts(&mut self.store, base, state, key)
+    }
+
     /// `solve.snapshot`.
     pub fn snapshot(&mut self, solve: ResourceAny) -> wasmtime::Result<String> {
         let api = self.api.captchaai_engine_engine().solve();

@@ -101,9 +101,11 @@ struct Engines {
     solves: HashMap<u64, Slot>,
 }
 
-/// An in-flight solve: its handle in the current instance and what is needed to restore it.
+/// An in-flight solve: its handle in the current instance and what is needed to restore it
+/// (the snapshot's base, kept once, and its latest state).
 struct Slot {
     handle: ResourceAny,
+    base: String,
     checkpoint: String,
     key: String,
 }
@@ -186,13 +188,17 @@ impl Runner {
                 Ok(handle) => handle,
                 Err(failure) => return Ok(Err(failure)),
             };
-            let checkpoint = if checkpoints { engines.instance.snapshot(handle)? } else { String::new() };
-            Ok(Ok((handle, checkpoint)))
+            let (base, checkpoint) = if checkpoints {
+                (engines.instance.snapshot_base(handle)?, engines.instance.snapshot_state(handle)?)
+            } else {
+                Default::default()
+            };
+            Ok(Ok((handle, base, checkpoint)))
         });
         self.count(started, &self.engine_calls, &self.engine_ns);
-        Ok(created?.map(|(handle, checkpoint)| {
+        Ok(created?.map(|(handle, base, checkpoint)| {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            engines.solves.insert(id, Slot { handle, checkpoint, key: key.to_owned() });
+            engines.solves.insert(id, Slot { handle, base, checkpoint, key: key.to_owned() });
             id
         }))
     }
@@ -263,7 +269,8 @@ impl Runner {
         result
     }
 
-    /// Keeps the solve's snapshot after a change (no-op when checkpoints are off).
+    /// Keeps the solve's snapshot state after a change (no-op when checkpoints are off); the base
+    /// was kept at creation.
     fn checkpoint(&self, id: u64) -> Result<()> {
         if !self.options.checkpoints {
             return Ok(());
@@ -273,7 +280,7 @@ impl Runner {
         let snapshot = self.retrying(&mut engines, |engines| {
             let handle =
                 engines.solves.get(&id).map(|slot| slot.handle).ok_or_else(|| wasmtime::Error::msg("unknown solve"))?;
-            engines.instance.snapshot(handle)
+            engines.instance.snapshot_state(handle)
         })?;
         engines.solves.get_mut(&id).context("unknown solve")?.checkpoint = snapshot;
         self.count(started, &self.checkpoints, &self.checkpoint_ns);
@@ -306,7 +313,7 @@ impl Runner {
             if slot.checkpoint.is_empty() {
                 return Err(anyhow!("a solve has no checkpoint yet (or checkpoints are off); it cannot be restored"));
             }
-            let restored = engines.instance.restore(&slot.checkpoint, &slot.key)?;
+            let restored = engines.instance.restore_parts(&slot.base, &slot.checkpoint, &slot.key)?;
             slot.handle = restored.map_err(|e| anyhow!("restoring a solve failed: {e:?}"))?;
         }
         Ok(())
