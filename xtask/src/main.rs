@@ -1,5 +1,5 @@
-//! `cargo xtask component`: builds the engine for wasm32-unknown-unknown, shrinks the core module
-//! with binaryen's `wasm-opt -Oz`, wraps it into a component (wit-component), drops the debug
+//! `cargo xtask component`: builds the engine for wasm32-unknown-unknown, optimises the core module
+//! with binaryen's `wasm-opt -O3`, wraps it into a component (wit-component), drops the debug
 //! name section, validates it, prints its WIT, and fails if the component imports anything or
 //! exceeds the size budget. Writes `target/component/captchaai_engine.wasm` (and `.wit`).
 //!
@@ -112,7 +112,7 @@ const WASM_FEATURES: &[&str] = &[
     "--enable-mutable-globals",
 ];
 
-/// Runs `wasm-opt -Oz` (from PATH, or from an npm install of `binaryen` in the workspace).
+/// Runs `wasm-opt` (from PATH, or from an npm install of `binaryen` in the workspace).
 /// The wasm-opt pass level of the chosen build (see BENCHMARKS.md, "Build variants"); the
 /// `ENGINE_WASM_OPT` variable overrides it (`-Oz`, `-O3`, ... or `none`) for measuring variants,
 /// as `CARGO_PROFILE_WASM_OPT_LEVEL` does rustc's opt-level.
