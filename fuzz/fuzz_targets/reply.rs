@@ -1,0 +1,3 @@
+#![no_main]
+//! See `captchaai_engine_fuzz::reply`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| captchaai_engine_fuzz::reply(data));

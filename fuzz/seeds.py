@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json).
+fuzz/seeds/restore/ is written by `cargo run -p sim --example snapshot_seeds` (real snapshots
+taken at every step of every vector's replay). See fuzz/README.md."""
+import base64, glob, hashlib, json, os, re, struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "fuzz", "seeds")
+TASKS = re.findall(r'^    \("([^"]+)"', open(os.path.join(ROOT, "fuzz/src/tasks.rs")).read(), re.M)
+TYPE_INDEX = {}
+for i, name in enumerate(TASKS):
+    ty = name[len("type_"):]
+    for t in (ty, ty.replace("_invisible", "").replace("_compatible_keys", "").replace("_click_text", "").replace("_multipart", "").replace("_sync", "")):
+        TYPE_INDEX.setdefault(t, i)
+
+def write(target, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, hashlib.sha1(data).hexdigest()[:16]), "wb").write(data)
+
+def body_of(r):
+    return r["body"].encode() if "body" in r else base64.b64decode(r["body_base64"])
+
+def status_bytes(status):
+    return bytes([0]) if status == 200 else bytes([255]) + struct.pack("<H", status)
+
+for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/*.json"))):
+    v = json.load(open(path))
+    task = json.dumps(v["task"], separators=(",", ":"), ensure_ascii=False).encode()
+    write("task", task)
+    ti = TYPE_INDEX.get(v["task"].get("type"), 0)
+    # reply: [task, step, status lo, status hi, body]
+    kind = None
+    ops = bytearray([ti, 0, 0, 0, 0])  # task, flags, then poll_output(now)
+    for ev in v.get("transcript", []):
+        if "send" in ev:
+            kind = ev["send"]["kind"]
+        elif "reply" in ev and kind is not None:
+            r = ev["reply"]
+            step = {"submit": 0, "poll": 1, "threads_info": 2}.get(kind, 0)
+            body = body_of(r)
+            write("reply", bytes([ti, step]) + struct.pack("<H", r["status"]) + body)
+    # ops: reply (op 1) / transport (op 3) per script entry, in order.
+    for entry in v["script"]:
+        if entry == "silence":
+            ops += bytes([3, 0, 0, 0])
+        elif "reply" in entry:
+            r = entry["reply"]
+            body = body_of(r)[:255]
+            ops += bytes([1]) + struct.pack("<H", min(r["after_ms"] // 16, 65535)) + status_bytes(r["status"])
+            ops += bytes([0, len(body)]) + body
+        else:
+            t = entry["transport"]
+            kind = {"timeout": 0, "connect": 1, "broken": 2}[t["error"]]
+            ops += bytes([3]) + struct.pack("<H", min(t["after_ms"] // 16, 65535)) + bytes([kind])
+    write("ops", bytes(ops))
+print({d: len(os.listdir(os.path.join(OUT, d))) for d in os.listdir(OUT)})

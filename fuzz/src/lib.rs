@@ -1,0 +1,399 @@
+//! The fuzz targets' bodies, as plain functions: `fuzz_targets/*.rs` call them under libFuzzer,
+//! and `sim/tests/fuzz_corpus.rs` runs them natively over the seeds and every regression input
+//! (so CI needs neither nightly nor cargo-fuzz for the short form).
+//!
+//! Any outcome but a panic is fine; the bodies also assert cheap invariants:
+//! - the key never appears in a URL, a failure message, or (unless a reply the engine was fed
+//!   contained it, so the upstream itself echoed it) a snapshot, a failure or any `Debug` print;
+//! - nothing is asked to be sent at or after the deadline (for solves the engine created);
+//! - terminal outputs are sticky;
+//! - a `Misuse` error changes nothing (the snapshot is the same before and after);
+//! - a snapshot restores to a solve with the same snapshot.
+
+pub mod tasks;
+
+use arbitrary::Unstructured;
+use captchaai_engine::{Config, HttpRequest, Misuse, Output, Solve, Task, TransportError, account, codes};
+
+pub use tasks::TASKS;
+
+/// The API key every target uses (32 letters and digits).
+pub const KEY: &str = "fuzzKEY0123456789abcdefghijklmno";
+/// The first `now` (epoch ms).
+pub const T0: u64 = 1_700_000_000_000;
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn new_solve(index: usize) -> Solve {
+    let (name, task, config) = TASKS[index % TASKS.len()];
+    let config = Config::from_json(config).unwrap_or_else(|e| panic!("{name}: {e}"));
+    Solve::from_json(task, KEY, &config, T0).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Checks every output of one solve.
+struct Checker {
+    /// A reply fed to the engine held the key: the upstream echoed it, so copies of reply text
+    /// (task ids, answers) may hold it too. Messages must still be redacted.
+    tainted: bool,
+    /// The solve came from the engine (not from an arbitrary snapshot): its requests must all
+    /// be due before the deadline.
+    engine_made: bool,
+    terminal: Option<Output>,
+    /// Outputs seen (the costlier checks run on some of them).
+    outputs: u32,
+}
+
+impl Checker {
+    fn new(engine_made: bool) -> Checker {
+        Checker { tainted: false, engine_made, terminal: None, outputs: 0 }
+    }
+
+    fn fed(&mut self, body: &[u8]) {
+        if contains(body, KEY.as_bytes()) {
+            self.tainted = true;
+        }
+    }
+
+    /// Checks an output. The costlier checks (a snapshot, a request's `Debug`) run on the first
+    /// output, every fourth one and terminal ones.
+    fn output(&mut self, solve: &Solve, output: &Output) {
+        if let Some(terminal) = &self.terminal {
+            assert_eq!(terminal, output, "a terminal output changed");
+        }
+        self.outputs += 1;
+        let thorough = self.outputs % 4 == 1;
+        match output {
+            Output::Send(request) => self.request(solve, request, thorough),
+            Output::Failed(failure) => {
+                assert!(!failure.message.contains(KEY), "the key is in a failure message: {}", failure.message);
+                if !self.tainted {
+                    assert!(!format!("{failure:?}").contains(KEY), "the key is in a failure");
+                }
+                if self.terminal.is_none() {
+                    self.snapshot(solve);
+                }
+                self.terminal = Some(output.clone());
+            }
+            Output::Solved(_) => {
+                if self.terminal.is_none() {
+                    self.snapshot(solve);
+                }
+                self.terminal = Some(output.clone());
+            }
+        }
+        if thorough {
+            self.snapshot(solve);
+        }
+    }
+
+    fn request(&self, solve: &Solve, request: &HttpRequest, thorough: bool) {
+        assert!(!request.url.contains(KEY), "the key is in a URL");
+        if self.engine_made
+            && let Some(deadline) = solve.deadline()
+        {
+            assert!(request.at < deadline, "request due at {} is not before the deadline {deadline}", request.at);
+        }
+        if thorough && !self.tainted {
+            assert!(!format!("{request:?}").contains(KEY), "the key is in a request's Debug");
+        }
+    }
+
+    fn snapshot(&self, solve: &Solve) -> String {
+        let snapshot = solve.snapshot();
+        if !self.tainted {
+            assert!(!snapshot.contains(KEY), "the key is in a snapshot");
+        }
+        snapshot
+    }
+
+    /// The result of a call: outputs are checked; a misuse must leave the solve unchanged.
+    fn result(&mut self, solve: &Solve, before: &str, result: &Result<Output, Misuse>) {
+        match result {
+            Ok(output) => self.output(solve, output),
+            Err(misuse) => {
+                assert!(!before.is_empty(), "a misuse from a call that follows the contract: {misuse}");
+                assert_eq!(before, solve.snapshot(), "a misuse changed the solve");
+            }
+        }
+    }
+}
+
+/// Snapshot and restore: the restored solve has the same snapshot.
+fn round_trip(solve: Solve) -> Solve {
+    let snapshot = solve.snapshot();
+    let restored = Solve::restore(&snapshot, KEY).unwrap_or_else(|e| panic!("own snapshot refused: {e}\n{snapshot}"));
+    assert_eq!(snapshot, restored.snapshot(), "restore changed the snapshot");
+    restored
+}
+
+/// A plausible reply to `request` (for driving a solve along).
+fn canned(request: &HttpRequest, pick: u8) -> &'static str {
+    match (request.kind.as_str(), pick % 4) {
+        ("submit", 0) => "ERROR_ZERO_BALANCE",
+        ("submit", _) => r#"{"status":1,"request":"73516205"}"#,
+        ("threads_info", 0) => r#"{"status":1,"threads":5,"working_threads":2}"#,
+        ("threads_info", _) => r#"{"status":1,"threads":5,"working_threads":5}"#,
+        (_, 0) => r#"{"status":1,"request":"03AFcWeA-token"}"#,
+        (_, 1) => "ERROR_CAPTCHA_UNSOLVABLE",
+        _ => "CAPCHA_NOT_READY",
+    }
+}
+
+/// `reply`: `[task, step, status lo, status hi, body...]`. Drives a solve of the task to the
+/// step (0 submit, 1 poll, 2 threadsinfo; others: poll after a not-ready), then feeds the body
+/// with the status, and keeps feeding it to every following request (up to 12 times).
+/// Also runs the account parsers on it.
+pub fn reply(data: &[u8]) {
+    let [task, step, lo, hi, body @ ..] = data else { return };
+    let status = u16::from_le_bytes([*lo, *hi]);
+    let _ = account::parse_threads_info(status, body);
+    let _ = account::parse_balance(status, body);
+    let mut solve = new_solve(usize::from(*task));
+    let mut checker = Checker::new(true);
+    let mut output = solve.poll_output(T0).expect("first poll_output");
+    let script: &[&str] = match step % 4 {
+        0 => &[],
+        1 => &[r#"{"status":1,"request":"73516205"}"#],
+        2 => &["ERROR_ZERO_BALANCE"],
+        _ => &[r#"{"status":1,"request":73516205}"#, "CAPCHA_NOT_READY"],
+    };
+    for canned in script {
+        let Output::Send(request) = output else { return };
+        output = solve.handle_response(request.at, request.id, 200, canned.as_bytes()).expect("canned reply");
+    }
+    checker.output(&solve, &output);
+    checker.fed(body);
+    for round in 0..12 {
+        let Output::Send(request) = output else { break };
+        let now = request.at + 250;
+        output = solve.handle_response(now, request.id, status, body).expect("reply to the current request");
+        checker.output(&solve, &output);
+        if round == 0 {
+            solve = round_trip(solve);
+        }
+    }
+    if !checker.tainted {
+        round_trip(solve);
+    }
+}
+
+/// `task`: the input as task JSON (lossy UTF-8), through `Task::from_json`, `Config::from_json`
+/// and `Solve::from_json`; a valid task must give a submit due now, with the key only in its
+/// body, and a snapshot that restores to the same snapshot.
+pub fn task(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = Task::from_json(&text);
+    let _ = Config::from_json(&text);
+    match Solve::from_json(&text, KEY, &Config::default(), T0) {
+        Ok(mut solve) => {
+            assert!(parsed.is_ok(), "Solve::from_json accepted what Task::from_json refused");
+            let mut checker = Checker::new(true);
+            checker.fed(data);
+            let output = solve.poll_output(T0).expect("first poll_output");
+            checker.output(&solve, &output);
+            let Output::Send(request) = &output else { panic!("a new solve did not ask to submit: {output:?}") };
+            assert_eq!((request.at, request.id), (T0, 1), "the submit is not due at once");
+            assert!(contains(request.body.as_bytes(), KEY.as_bytes()), "the submit body has no key");
+            if !checker.tainted {
+                round_trip(solve);
+            }
+        }
+        Err(failure) => {
+            assert!(codes::is_validation(&failure.code), "a refused task with code {}", failure.code);
+            assert!(!failure.message.contains(KEY), "the key is in a validation message");
+        }
+    }
+}
+
+/// `restore`: the input as a snapshot (lossy UTF-8). If it restores, the solve must still be
+/// drivable: up to 16 steps with plausible replies, checking outputs (not the deadline: the
+/// snapshot is not the engine's), and its own snapshot round-trips.
+pub fn restore(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let Ok(mut solve) = Solve::restore(&text, KEY) else { return };
+    let mut checker = Checker::new(false);
+    checker.fed(data);
+    let mut now = match solve.poll_output(0) {
+        Err(Misuse::TimeWentBackwards { last, .. }) => last,
+        _ => 0,
+    };
+    let pick = data.iter().fold(0u8, |a, b| a.wrapping_add(*b));
+    for step in 0..16u8 {
+        let before = solve.snapshot();
+        let result = solve.poll_output(now);
+        checker.result(&solve, &before, &result);
+        let Ok(Output::Send(request)) = result else { break };
+        now = now.max(request.at);
+        let reply = canned(&request, pick.wrapping_add(step));
+        let result = solve.handle_response(now, request.id, 200, reply.as_bytes());
+        checker.result(&solve, &before, &result);
+        if step == 1 && !checker.tainted {
+            solve = round_trip(solve);
+        }
+    }
+}
+
+/// Every code in the table, for `ops` replies.
+fn code(u: &mut Unstructured) -> String {
+    let table = codes::TABLE;
+    match u.int_in_range(0..=table.len()).unwrap_or(0) {
+        i if i < table.len() => table[i].code.to_owned(),
+        _ => "ERROR_FUZZ_UNKNOWN".to_owned(),
+    }
+}
+
+fn byte(u: &mut Unstructured) -> u8 {
+    u.arbitrary::<u8>().unwrap_or(0)
+}
+
+fn small(u: &mut Unstructured) -> u64 {
+    u64::from(u16::from_le_bytes([byte(u), byte(u)]))
+}
+
+/// A reply body chosen by the input.
+fn body(u: &mut Unstructured) -> Vec<u8> {
+    let n = byte(u);
+    match n % 9 {
+        0 => {
+            let len = usize::from(byte(u));
+            u.bytes(len.min(u.len())).unwrap_or_default().to_vec()
+        }
+        1 => format!(r#"{{"status":1,"request":"{}"}}"#, small(u)).into_bytes(),
+        2 => format!(r#"{{"status":1,"request":{}}}"#, small(u)).into_bytes(),
+        3 => b"CAPCHA_NOT_READY".to_vec(),
+        4 => {
+            let len = usize::from(byte(u) % 64);
+            let raw = u.bytes(len.min(u.len())).unwrap_or_default();
+            let mut out = b"{\"status\":1,\"request\":\"".to_vec();
+            out.extend_from_slice(raw);
+            out.extend_from_slice(b"\"}");
+            out
+        }
+        5 => {
+            let code = code(u);
+            if n & 0x80 != 0 { code.into_bytes() } else { format!(r#"{{"status":0,"request":"{code}"}}"#).into_bytes() }
+        }
+        6 => format!(r#"{{"status":1,"threads":{},"working_threads":{}}}"#, byte(u) % 8, byte(u) % 8).into_bytes(),
+        7 => b"<html><title>502 Bad Gateway</title></html>".to_vec(),
+        _ => {
+            let len = usize::from(byte(u) % 64);
+            let mut out = b"OK|".to_vec();
+            out.extend_from_slice(u.bytes(len.min(u.len())).unwrap_or_default());
+            out
+        }
+    }
+}
+
+fn status(u: &mut Unstructured) -> u16 {
+    match byte(u) {
+        0..=191 => 200,
+        192..=199 => 0,
+        200..=207 => 204,
+        208..=215 => 403,
+        216..=223 => 500,
+        224..=231 => 502,
+        232..=239 => 503,
+        _ => u16::from_le_bytes([byte(u), byte(u)]),
+    }
+}
+
+/// `ops`: a sequence of engine operations decoded with `arbitrary::Unstructured`: a task, a
+/// config, then up to 64 of: poll at a later time, reply to the current request (a chosen body
+/// and status, after a delay), a transport error, a reply with a wrong, stale or early id,
+/// time going backwards, snapshot/restore. Every output and misuse is checked.
+pub fn ops(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let task = usize::from(byte(&mut u));
+    let (_, task_json, config_json) = TASKS[task % TASKS.len()];
+    let mut config = Config::from_json(config_json).expect("vector config");
+    let flags = byte(&mut u);
+    if flags & 1 != 0 {
+        config.jitter_seed = Some(small(&mut u));
+        config.max_jitter_ms = small(&mut u) % 12_000;
+    }
+    if flags & 2 != 0 {
+        config.max_submit_retries = u32::from(byte(&mut u) % 12);
+        config.max_poll_errors = u32::from(byte(&mut u) % 102);
+        config.unsolvable_retries = u32::from(byte(&mut u) % 7);
+    }
+    if flags & 4 != 0 {
+        config.request_timeout_ms = small(&mut u) * 4;
+        config.deadline_ms = Some(small(&mut u) * 100);
+    }
+    if flags & 8 != 0 {
+        config.poll_interval_ms = Some(small(&mut u) * 4);
+        config.initial_wait_ms = Some(small(&mut u) * 8);
+    }
+    let Ok(mut solve) = Solve::from_json(task_json, KEY, &config, T0) else { return };
+    let mut checker = Checker::new(true);
+    let mut now = T0;
+    let mut current: Option<HttpRequest> = None;
+    for _ in 0..64 {
+        if u.is_empty() {
+            break;
+        }
+        let op = byte(&mut u);
+        // Only ops 4-6 can be misuses (ops 0-3 follow the contract): keep the state to compare.
+        let before = if matches!(op % 8, 4..=6) { checker.snapshot(&solve) } else { String::new() };
+        let dt = small(&mut u) * u64::from(op >> 4).max(1) * 16;
+        let result = match op % 8 {
+            0 => {
+                now += dt;
+                solve.poll_output(now)
+            }
+            1..=3 => {
+                let Some(request) = current.clone() else { continue };
+                now = now.max(request.at) + dt % (request.timeout_ms + 1);
+                if op % 8 == 3 {
+                    let error = [TransportError::Timeout, TransportError::Connect, TransportError::Broken]
+                        [usize::from(byte(&mut u) % 3)];
+                    solve.handle_transport_error(now, request.id, error)
+                } else {
+                    let status = status(&mut u);
+                    let body = body(&mut u);
+                    checker.fed(&body);
+                    solve.handle_response(now, request.id, status, &body)
+                }
+            }
+            4 => {
+                // A reply with an arbitrary id (unknown, stale, or the current one).
+                let id = u32::from(byte(&mut u)) % 40;
+                let body = body(&mut u);
+                checker.fed(&body);
+                now += dt % 1_000;
+                solve.handle_response(now, id, 200, &body)
+            }
+            5 => {
+                // Time going backwards (a misuse unless dt is 0).
+                let then = now.saturating_sub(dt);
+                solve.poll_output(then)
+            }
+            6 => {
+                // A reply before the request was due.
+                let Some(request) = current.clone() else { continue };
+                let early = request.at.saturating_sub(1 + dt % 5_000).max(now);
+                let body = body(&mut u);
+                checker.fed(&body);
+                let result = solve.handle_response(early, request.id, 200, &body);
+                if early >= request.at || result.is_ok() {
+                    now = early.max(now);
+                }
+                result
+            }
+            _ => {
+                if !checker.tainted {
+                    solve = round_trip(solve);
+                }
+                continue;
+            }
+        };
+        checker.result(&solve, &before, &result);
+        match result {
+            Ok(Output::Send(request)) => current = Some(request),
+            Ok(_) => current = None,
+            Err(_) => {}
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! One task per type, from testdata/vectors/type_*.json (generated; see fuzz/README.md).
+
+/// `(vector name, task JSON, config JSON)`.
+pub const TASKS: &[(&str, &str, &str)] = &[
+    (
+        "type_bls",
+        r##"{"images":["iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1t27ZtO03SuLFt27atho2NRm1s27bNVzj/RW4y5xG+2VkIEjxU2AiRo8WMEz9R0hSp02XMkj1X3gKFi5UsU/6PKtVq/lWvYZPmrdp26NytZ5/+g4aOGD1u4pTps+Yu+HvpilVrN2ze9u/u//YfOnri9LmLV67fuvvg8bOXb95/+vojcLCQYcJHihojdryESZKnSpshc7acefIXKlqidLmKlavWqF23QeNmLdu079S1R+9+A4cMHzV2wuRpM+fMX7Rk+co16zdt3bFr776DR46fOnvh8rWbd+4/evri9buPX74HChoidLiIUaLHipsgcbKUadJnypojd76CRYqXKluh0p/Va9Wp36hpi9btOnbp3qvvgMHDRo4ZP2nqjNnzFi5e9s/qdRu3bN+55/8Dh4+dPHP+0tUbt+89fPL81dsPn78FxM9vqfpFVfktVb+oKj5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDA+D3gbofH6j78YG6Hx+o+/GBuh8fqPvxgbofH6j78YG6Hx+o+/GBuh8fqPvxgbofH6j78YG6Hx+o+/GBuh8fqPvxgbofH6j78YG6Hx+o+/GBuv8n4L925yNzd0MAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ4kaI3a8hImTpUyTPlPWHLnzFfyzaInS5SpWqVazTv1GTVu0btexS/defQcMHjZy9LiJU6bPmrtg8bKVa9Zt3LJ91959B48cP3X2wuVrN+/cf/T0xet3H798DxQ0ROhwEaNEjxU3QaKkKVKny5gle668BQoXKV6qbIXKf9eoXa9hk+at2nbo3K1nn/6Dho4YNXbC5Gkz58xftHTF6n83bN62c8//Bw4fO3nm/KWrN27fe/jk+au3Hz5/I0jwUGEjRI4WM078P5IkT5U2Q+ZsOfPkL/RXsZJlyleqWr1W3QaNm7Vs075T1x69+w0cMvyfMeMnTZ0xe97CJctXrV2/aeuO3f/tP3T0xOlzF69cv3X3weNnL9+8//T1R+BgIcOEjxQQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8PDIDfB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDu94EB8P8Encd2pwYOYQgAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ0mROl3GLNlz5S1QuEjxUmUrVP67Ru16DZs0b9W2Q+duPfv0HzR0xKixEyZPmzln/qKlK1b/u2Hztp17/j9w+NjJM+cvXb1x+97DJ89fvf3w+RtBgocKGyFytJhx4v+RJHmqtBkyZ8uZJ3+hv4qVLFO+UtXqteo2aNysZZv2nbr26N1v4JDh/4wZP2nqjNnzFi5Zvmrt+k1bd+z+b/+hoydOn7t45fqtuw8eP3v55v2nrz8CBwsZJnykqDFix0uYOFnKNOkzZc2RO1/BP4uWKF2uYpVqNevUb9S0Ret2Hbt079V3wOBhI0ePmzhl+qy5CxYvW7lm3cYt23ft3XfwyPFTZy9cvnbzzv1HT1+8fvfxy/dAQUOEDhcxSvRYcRMkShoQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PDwyA3wfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7veBAfDjA3U/PlD34wN1Pz5Q9/8ErDBuZzyxlSQAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ8mTv9BfxUqWKV+pavVadRs0btayTftOXXv07jdwyPB/xoyfNHXG7HkLlyxftXb9pq07dv+3/9DRE6fPXbxy/dbdB4+fvXzz/tPXH4GDhQwTPlLUGLHjJUycLGWa9Jmy5sidr+CfRUuULlexSrWadeo3atqidbuOXbr36jtg8LCRo8dNnDJ91twFi5etXLNu45btu/buO3jk+KmzFy5fu3nn/qOnL16/+/jle6CgIUKHixgleqy4CRIlTZE6XcYs2XPlLVC4SPFSZStU/rtG7XoNmzRv1bZD5249+/QfNHTEqLETJk+bOWf+oqUrVv+7YfO2nXv+P3D42Mkz5y9dvXH73sMnz1+9/fD5G0GChwobIXK0mHHi/5Ekeaq0GTJnyxkQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw8MgN8H6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO73gQHw4wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8EGa9mJ/ISzJkAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZylXsUq1mnXqN2raonW7jl269+o7YPCwkaPHTZwyfdbcBYuXrVyzbuOW7bv27jt45PipsxcuX7t55/6jpy9ev/v45XugoCFCh4sYJXqsuAkSJU2ROl3GLNlz5S1QuEjxUmUrVP67Ru16DZs0b9W2Q+duPfv0HzR0xKixEyZPmzln/qKlK1b/u2Hztp17/j9w+NjJM+cvXb1x+97DJ89fvf3w+RtBgocKGyFytJhx4v+RJHmqtBkyZ8uZJ3+hv4qVLFO+UtXqteo2aNysZZv2nbr26N1v4JDh/4wZP2nqjNnzFi5Zvmrt+k1bd+z+b/+hoydOn7t45fqtuw8eP3v55v2nrz8CBwsZJnykqDFix0uYOFnKNOkzZc2RO1/BP4uWKB0QP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8PDIDfB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDu94EB8OMDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8E5iZd57VOKfYAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ2nYpHmrth06d+vZp/+goSNGjZ0wedrMOfMXLV2x+t8Nm7ft3PP/gcPHTp45f+nqjdv3Hj55/urth8/fCBI8VNgIkaPFjBP/jyTJU6XNkDlbzjz5C/1VrGSZ8pWqVq9Vt0HjZi3btO/UtUfvfgOHDP9nzPhJU2fMnrdwyfJVa9dv2rpj93/7Dx09cfrcxSvXb9198PjZyzfvP339EThYyDDhI0WNETtewsTJUqZJnylrjtz5Cv5ZtETpchWrVKtZp36jpi1at+vYpXuvvgMGDxs5etzEKdNnzV2weNnKNes2btm+a+++g0eOnzp74fK1m3fuP3r64vW7j1++BwoaInS4iFGix4qbIFHSFKnTZcySPVfeAoWLFC9VtkLlv2vUrhcQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PDwyA3wfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7veBAfDjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8EEcJVp/Twyc8AAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ+nao3e/gUOG/zNm/KSpM2bPW7hk+aq16zdt3bH7v/2Hjp44fe7ileu37j54/Ozlm/efvv4IHCxkmPCRosaIHS9h4mQp06TPlDVH7nwF/yxaonS5ilWq1axTv1HTFq3bdezSvVffAYOHjRw9buKU6bPmLli8bOWadRu3bN+1d9/BI8dPnb1w+drNO/cfPX3x+t3HL98DBQ0ROlzEKNFjxU2QKGmK1OkyZsmeK2+BwkWKlypbofLfNWrXa9ikeau2HTp369mn/6ChI0aNnTB52sw58xctXbH63w2bt+3c8/+Bw8dOnjl/6eqN2/cePnn+6u2Hz98IEjxU2AiRo8WME/+PJMlTpc2QOVvOPPkL/VWsZJnylapWr1W3QeNmLdu07xQQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw8MgN8H6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO73gQHw4wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8EnFZNZ0EqGhYAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZxk5etzEKdNnzV2weNnKNes2btm+a+++g0eOnzp74fK1m3fuP3r64vW7j1++BwoaInS4iFGix4qbIFHSFKnTZcySPVfeAoWLFC9VtkLlv2vUrtewSfNWbTt07tazT/9BQ0eMGjth8rSZc+YvWrpi9b8bNm/buef/A4ePnTxz/tLVG7fvPXzy/NXbD5+/ESR4qLARIkeLGSf+H0mSp0qbIXO2nHnyF/qrWMky5StVrV6rboPGzVq2ad+pa4/e/QYOGf7PmPGTps6YPW/hkuWr1q7ftHXH7v/2Hzp64vS5i1eu37r74PGzl2/ef/r6I3CwkGHCR4oaI3a8hImTpUyTPlPWHLnzFfyzaInS5SpWqVazTv1GTVu0btexS/defQcMHhYQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8PDIDfB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDu94EB8OMDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8E75JKJ7/c9SMAAAAASUVORK5CYII=","iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAIAAAD/gAIDAAACtElEQVR42u3T09IYBgAF4Y1tO41tG21sNrZt22hs22xstLFt2zZf4fwXucmcR/hmZ5kzf9HSFav/3bB52849/x84fOzkmfOXrt64fe/hk+ev3n74/I0gwUOFjRA5Wsw48f9IkjxV2gyZs+XMk7/QX8VKlilfqWr1WnUbNG7Wsk37Tl179O43cMjwf8aMnzR1xux5C5csX7V2/aatO3b/t//Q0ROnz128cv3W3QePn7188/7T1x+Bg4UMEz5S1Bix4yVMnCxlmvSZsubIna/gn0VLlC5XsUq1mnXqN2raonW7jl269+o7YPCwkaPHTZwyfdbcBYuXrVyzbuOW7bv27jt45PipsxcuX7t55/6jpy9ev/v45XugoCFCh4sYJXqsuAkSJU2ROl3GLNlz5S1QuEjxUmUrVP67Ru16DZs0b9W2Q+duPfv0HzR0xKixEyZPmxkQP7+l6hdV5bdU/aKq+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PD9T9+EDdjw/U/fhA3Y8P1P34QN2PDwyA3wfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7scH6n58oO7HB+p+fKDuxwfqfnyg7veBAfDjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9+MDdT8+UPfjA3U/PlD34wN1Pz5Q9/8EfhZR56YxbV8AAAAASUVORK5CYII="],"instructions":"664","type":"bls"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_captchafox",
+        r##"{"pageurl":"https://portal.example.com/export","proxy":"scraper:s3cret@203.0.113.7:3128","proxytype":"SOCKS5","sitekey":"sk_11111111111111111111111111111111","type":"captchafox"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_cloudflare_challenge",
+        r##"{"pageurl":"https://portal.example.com/export","proxy":"scraper:s3cret@203.0.113.7:3128","proxytype":"HTTP","type":"cloudflare_challenge"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_friendly_captcha",
+        r##"{"pageurl":"https://portal.example.com/export","sitekey":"FCMGEMUD2KTDSQ5H","type":"friendly_captcha","version":"v2"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_geetest_v3",
+        r##"{"challenge":"12345678abc90123d45678ef90123a456b","gt":"81388ea1fc187e0c335c0a8907ff2625","pageurl":"https://portal.example.com/export","type":"geetest_v3"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_geetest_v3_compatible_keys",
+        r##"{"challenge":"12345678abc90123d45678ef90123a456b","gt":"81388ea1fc187e0c335c0a8907ff2625","pageurl":"https://portal.example.com/export","type":"geetest_v3"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_geetest_v4",
+        r##"{"captcha_id":"e392e1d7fd421dc63325744d5a2b9c73","pageurl":"https://portal.example.com/export","type":"geetest_v4"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_grid",
+        r##"{"grid_size":"4x4","image":"iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","instructions":"select all images with buses","type":"grid"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_grid_click_text",
+        r##"{"image":"iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","instructions":"select all squares with traffic lights","type":"grid"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_image",
+        r##"{"case_sensitive":true,"image":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","instructions":"type the digits","max_len":6,"min_len":4,"numeric":1,"type":"image"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_image_multipart",
+        r##"{"image":"iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","phrase":true,"type":"image","upload":"multipart"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_image_sync",
+        r##"{"image":"iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","sync":true,"type":"image"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_lemin",
+        r##"{"captcha_id":"CROPPED_3dfdd5c_d1872b526b794d83ba3b365eb15a200b","div_id":"lemin-cropped-captcha","pageurl":"https://portal.example.com/export","type":"lemin"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_recaptcha_v2",
+        r##"{"pageurl":"https://portal.example.com/export","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","type":"recaptcha_v2"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_recaptcha_v2_enterprise",
+        r##"{"action":"login","pageurl":"https://portal.example.com/export","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","type":"recaptcha_v2_enterprise"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_recaptcha_v2_invisible",
+        r##"{"cookies":"sid:ab12;lang:en","data_s":"Dr7iXP3f-4Ps","invisible":true,"pageurl":"https://portal.example.com/export","proxy":"scraper:s3cret@203.0.113.7:3128","proxytype":"http","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","type":"recaptcha_v2","user_agent":"Mozilla/5.0 (X11; Linux x86_64)"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_recaptcha_v3",
+        r##"{"action":"verify","min_score":0.3,"pageurl":"https://portal.example.com/export","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","type":"recaptcha_v3"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_recaptcha_v3_enterprise",
+        r##"{"action":"submit","min_score":"0.7","pageurl":"https://portal.example.com/export","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","type":"recaptcha_v3_enterprise"}"##,
+        r##"{}"##,
+    ),
+    (
+        "type_turnstile",
+        r##"{"action":"login","data":"cdata-8842","pageurl":"https://portal.example.com/export","sitekey":"0x4AAAAAAABkMYinukE8nzY","type":"turnstile"}"##,
+        r##"{}"##,
+    ),
+];

@@ -1,0 +1,589 @@
+//! Deterministic simulation of many engine solves in virtual time.
+//!
+//! Solves arrive at fixed virtual times (solve `i` is created at `EPOCH + i * arrival_gap_ms`),
+//! each against its own seeded fake CaptchaAI ([`upstream`]) with faults. A discrete-event loop
+//! always jumps to the next wake-up: a solve's next request's `at`, a reply's (or timeout's)
+//! arrival, or the next solve's creation. No IO, no clock, no threads: the same seed gives the
+//! same run.
+//!
+//! Every solve is checked:
+//! - it ends by its deadline + one request timeout, and no request is due at or after the
+//!   deadline (the deadline computed independently from the README's type table and config);
+//! - its requests (kind and due time) and outcome (code, class, retry-after, task id; or answer,
+//!   polls, attempts, times) equal what the independent [`oracle`] predicts from the tables;
+//! - the key appears only in request bodies: never in a URL, a snapshot, a failure (code,
+//!   message, task id), a solution, or (for every `debug_every`-th solve) any output's `Debug`;
+//! - with a snapshot/restore inserted at a random step (before a send, or while a request is
+//!   out) for a `restore_rate` share of solves, the solve still matches the oracle exactly, the
+//!   restored solve's snapshot equals the one it came from, and it asks for the same request;
+//! - terminal outputs are sticky, and the driver never gets a `Misuse` error.
+//!
+//! A violation names the run's seed and the solve's index; `--seed S --only I` replays that one
+//! solve with a trace.
+
+pub mod oracle;
+pub mod rng;
+pub mod upstream;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use captchaai_engine::{Body, Config, HttpRequest, Output, RequestKind, Solve};
+
+use crate::oracle::{Outcome, Prediction, TYPES, TypeRow, Waits};
+use crate::rng::{Rng, mix};
+use crate::upstream::{Condition, Delivery, Faults, Upstream, render};
+
+/// Virtual time of the first solve (epoch ms, 2023-11-14).
+pub const EPOCH: u64 = 1_700_000_000_000;
+
+/// Run options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub solves: u64,
+    /// Probability that a reply is faulty, and that a solve has a fault condition.
+    pub fault_rate: f64,
+    pub seed: u64,
+    /// Virtual time between solve creations (sets how many are in flight at once).
+    pub arrival_gap_ms: u64,
+    /// Share of solves with a snapshot/restore at a random step.
+    pub restore_rate: f64,
+    /// Every n-th solve also has each output's `Debug` searched for the key (0: none).
+    pub debug_every: u64,
+    /// Run only this solve, with a trace on stderr.
+    pub only: Option<u64>,
+    /// Stop after this many violations.
+    pub max_violations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            solves: 20_000,
+            fault_rate: 0.3,
+            seed: 1,
+            arrival_gap_ms: 4,
+            restore_rate: 0.5,
+            debug_every: 16,
+            only: None,
+            max_violations: 20,
+        }
+    }
+}
+
+/// A check that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub seed: u64,
+    pub solve: u64,
+    pub what: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed={} solve={}: {} (replay: cargo run --release -p sim -- --seed {} --only {})",
+            self.seed, self.solve, self.what, self.seed, self.solve
+        )
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub solves: u64,
+    pub solved: u64,
+    pub failed: u64,
+    /// Failures by code, sorted by count when reported.
+    pub codes: Vec<(String, u64)>,
+    /// Solves per upstream condition, by [`condition_name`].
+    pub conditions: Vec<(&'static str, u64)>,
+    pub sends: u64,
+    pub restores: u64,
+    /// Restores taken while a request was out.
+    pub restores_in_flight: u64,
+    pub debug_checked: u64,
+    pub faults: Faults,
+    pub peak_in_flight: usize,
+    /// Virtual time the run covered.
+    pub virtual_ms: u64,
+    /// The latest any solve ended relative to its deadline (ms; <= its request timeout).
+    pub max_past_deadline_ms: i64,
+    pub violations: Vec<Violation>,
+}
+
+impl Report {
+    fn count(list: &mut Vec<(String, u64)>, code: &str) {
+        match list.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => list.push((code.to_owned(), 1)),
+        }
+    }
+}
+
+/// The name of a condition, for reports.
+pub fn condition_name(condition: &Condition) -> &'static str {
+    match condition {
+        Condition::Normal => "normal",
+        Condition::Busy { .. } => "busy threads",
+        Condition::NoPlan { .. } => "no plan",
+        Condition::Banned => "IP ban",
+        Condition::Refused(_) => "permanent submit code",
+        Condition::SilentQueue { .. } => "silent queueing",
+        Condition::Unsolvable { .. } => "unsolvable",
+        Condition::LostTask => "lost task",
+        Condition::Throttled { .. } => "rate limited",
+    }
+}
+
+/// Everything about solve `index` that follows from the seed alone.
+pub struct Setup {
+    pub index: u64,
+    pub seed: u64,
+    pub ty: &'static TypeRow,
+    pub config: Config,
+    pub key: String,
+    pub start: u64,
+}
+
+const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+impl Setup {
+    pub fn new(run_seed: u64, index: u64, arrival_gap_ms: u64) -> Setup {
+        let seed = mix(run_seed ^ mix(index.wrapping_add(0x5EED)));
+        let mut r = Rng::new(seed ^ 0xC0F1_6000);
+        let ty = r.pick(TYPES);
+        let mut config = Config {
+            base_url: (*r.pick(&[
+                "https://ocr.captchaai.com",
+                "http://127.0.0.1:8099/",
+                "https://gw.example.net/captchaai",
+            ]))
+            .to_owned(),
+            request_timeout_ms: *r.pick(&[5_000, 10_000, 30_000]),
+            max_submit_retries: r.below(6) as u32,
+            max_poll_errors: r.range(1, 10) as u32,
+            unsolvable_retries: r.below(3) as u32,
+            ..Config::default()
+        };
+        if r.chance(0.3) {
+            config.deadline_ms = Some(*r.pick(&[30_000, 90_000, 180_000, 300_000]));
+        }
+        if r.chance(0.2) {
+            config.poll_interval_ms = Some(r.range(5_000, 12_000));
+        }
+        if r.chance(0.1) {
+            config.initial_wait_ms = Some(r.range(5_000, 20_000));
+        }
+        let key = (0..32).map(|_| *r.pick(ALNUM) as char).collect();
+        Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms }
+    }
+}
+
+enum Pending {
+    /// Send this request at its `at`.
+    Wake(HttpRequest),
+    /// The reply (or transport error) to request `id` arrives.
+    Arrive { id: u32, delivery: Delivery },
+}
+
+struct Slot {
+    index: u64,
+    solve: Solve,
+    key: String,
+    upstream: Upstream,
+    expected: Prediction,
+    submit_url: String,
+    res_url: String,
+    start: u64,
+    deadline: u64,
+    timeout: u64,
+    pending: Pending,
+    step: u32,
+    /// Snapshot/restore before this step (0: never).
+    restore_at: u32,
+    sends: u32,
+    fingerprint: u64,
+    debug: bool,
+    trace: bool,
+}
+
+/// Runs a simulation.
+pub fn run(options: &Options) -> Report {
+    Sim::new(options).run()
+}
+
+struct Sim<'a> {
+    o: &'a Options,
+    report: Report,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    in_flight: usize,
+}
+
+impl<'a> Sim<'a> {
+    fn new(o: &'a Options) -> Sim<'a> {
+        let report = Report {
+            conditions: [
+                "normal",
+                "busy threads",
+                "no plan",
+                "IP ban",
+                "permanent submit code",
+                "silent queueing",
+                "unsolvable",
+                "lost task",
+                "rate limited",
+            ]
+            .into_iter()
+            .map(|n| (n, 0))
+            .collect(),
+            ..Report::default()
+        };
+        Sim { o, report, slots: Vec::new(), free: Vec::new(), heap: BinaryHeap::new(), in_flight: 0 }
+    }
+
+    fn run(mut self) -> Report {
+        let (mut next, end) = match self.o.only {
+            Some(i) => (i, i + 1),
+            None => (0, self.o.solves),
+        };
+        let mut now = 0;
+        loop {
+            if self.report.violations.len() >= self.o.max_violations {
+                break;
+            }
+            let next_start = (next < end).then(|| EPOCH + next * self.o.arrival_gap_ms);
+            let next_event = self.heap.peek().map(|Reverse((t, _))| *t);
+            match (next_start, next_event) {
+                (Some(s), e) if e.is_none_or(|e| s <= e) => {
+                    now = s;
+                    self.start(next);
+                    next += 1;
+                }
+                (_, Some(_)) => {
+                    let Reverse((t, slot)) = self.heap.pop().unwrap_or_default();
+                    now = t;
+                    self.event(t, slot);
+                }
+                (_, None) => break,
+            }
+        }
+        self.report.virtual_ms = now.saturating_sub(EPOCH);
+        self.report.codes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.report
+    }
+
+    fn violation(&mut self, slot: u32, what: String) {
+        let s = self.slots[slot as usize].take().expect("slot");
+        self.free.push(slot);
+        self.in_flight -= 1;
+        let v = Violation { seed: self.o.seed, solve: s.index, what };
+        eprintln!("sim violation: {v}");
+        self.report.violations.push(v);
+    }
+
+    fn start(&mut self, index: u64) {
+        let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms);
+        let trace = self.o.only.is_some();
+        let fault_rate = self.o.fault_rate;
+        let mut oracle_upstream = Upstream::new(setup.seed, fault_rate, setup.start);
+        let expected = oracle::predict(setup.ty, &setup.config, setup.start, &mut oracle_upstream);
+        let upstream = Upstream::new(setup.seed, fault_rate, setup.start);
+        let name = condition_name(&upstream.condition);
+        if let Some(c) = self.report.conditions.iter_mut().find(|(n, _)| *n == name) {
+            c.1 += 1;
+        }
+        if trace {
+            eprintln!(
+                "solve {index}: {} at {} with {:?}, condition {:?}\n  oracle: {:?}",
+                setup.ty.name, setup.start, setup.config, upstream.condition, expected
+            );
+        }
+        let waits = Waits::of(setup.ty, &setup.config);
+        let base = setup.config.base_url.trim_end_matches('/').to_owned();
+        let mut r = Rng::new(setup.seed ^ 0x7E57);
+        let restore_at =
+            if r.chance(self.o.restore_rate) { 1 + r.below(u64::from(expected.sends) * 2) as u32 } else { 0 };
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            (self.slots.len() - 1) as u32
+        });
+        self.in_flight += 1;
+        self.report.peak_in_flight = self.report.peak_in_flight.max(self.in_flight);
+        self.report.solves += 1;
+        let solve = match Solve::from_json(setup.ty.task_json, &setup.key, &setup.config, setup.start) {
+            Ok(solve) => solve,
+            Err(failure) => {
+                // Park a placeholder so `violation` can release the slot.
+                eprintln!("sim: create failed: {failure}");
+                self.in_flight -= 1;
+                self.free.push(slot);
+                self.report.violations.push(Violation {
+                    seed: self.o.seed,
+                    solve: index,
+                    what: format!("create failed: {failure}"),
+                });
+                return;
+            }
+        };
+        let deadline = setup.start + waits.deadline_ms;
+        self.slots[slot as usize] = Some(Slot {
+            index,
+            solve,
+            key: setup.key,
+            upstream,
+            expected,
+            submit_url: format!("{base}/in.php"),
+            res_url: format!("{base}/res.php"),
+            start: setup.start,
+            deadline,
+            timeout: setup.config.request_timeout_ms,
+            pending: Pending::Arrive { id: 0, delivery: placeholder() },
+            step: 0,
+            restore_at,
+            sends: 0,
+            fingerprint: 0,
+            debug: self.o.debug_every > 0 && index.is_multiple_of(self.o.debug_every),
+            trace,
+        });
+        let s = self.slots[slot as usize].as_mut().expect("slot");
+        if s.solve.deadline() != Some(deadline) {
+            let what = format!("engine deadline {:?} != table deadline {deadline}", s.solve.deadline());
+            return self.violation(slot, what);
+        }
+        let output = s.solve.poll_output(setup.start);
+        self.after_output(slot, setup.start, output);
+    }
+
+    /// Acts on an output produced at `now`.
+    fn after_output(&mut self, slot: u32, now: u64, output: Result<Output, captchaai_engine::Misuse>) {
+        let s = self.slots[slot as usize].as_mut().expect("slot");
+        let output = match output {
+            Ok(output) => output,
+            Err(misuse) => return self.violation(slot, format!("misuse at {now}: {misuse}")),
+        };
+        if s.trace {
+            eprintln!("  {now}: {output:?}");
+        }
+        if s.debug {
+            self.report.debug_checked += 1;
+            if format!("{output:?}").contains(&s.key) {
+                return self.violation(slot, "the key is in an output's Debug".into());
+            }
+        }
+        match output {
+            Output::Send(request) => {
+                if let Err(what) = check_request(s, now, &request) {
+                    return self.violation(slot, what);
+                }
+                let at = request.at.max(now);
+                s.pending = Pending::Wake(request);
+                self.heap.push(Reverse((at, slot)));
+            }
+            terminal => self.finish(slot, now, terminal),
+        }
+    }
+
+    fn event(&mut self, now: u64, slot: u32) {
+        let s = self.slots[slot as usize].as_mut().expect("slot");
+        s.step += 1;
+        if s.step == s.restore_at {
+            let in_flight = matches!(s.pending, Pending::Arrive { .. });
+            if let Err(what) = restore(s, now) {
+                return self.violation(slot, what);
+            }
+            self.report.restores += 1;
+            self.report.restores_in_flight += u64::from(in_flight);
+        }
+        match std::mem::replace(&mut s.pending, Pending::Arrive { id: 0, delivery: placeholder() }) {
+            Pending::Wake(request) => {
+                s.sends += 1;
+                self.report.sends += 1;
+                s.fingerprint = oracle::fold(s.fingerprint, request.kind, request.at);
+                let task_id = match request.kind {
+                    RequestKind::Poll => poll_id(&request),
+                    _ => None,
+                };
+                let delivery = s.upstream.respond(request.kind, now, task_id, request.timeout_ms);
+                if s.trace {
+                    eprintln!("  {now}: upstream {delivery:?}");
+                }
+                s.pending = Pending::Arrive { id: request.id, delivery };
+                let at = match &s.pending {
+                    Pending::Arrive { delivery, .. } => now + delivery.after_ms,
+                    Pending::Wake(_) => now,
+                };
+                self.heap.push(Reverse((at, slot)));
+            }
+            Pending::Arrive { id, delivery } => {
+                let output = match oracle::transport_of(&delivery.meaning) {
+                    Some(error) => s.solve.handle_transport_error(now, id, error),
+                    None => {
+                        let (status, body) =
+                            render(&delivery.meaning, delivery.variant, &s.key, &mut s.upstream.faults);
+                        if s.trace {
+                            eprintln!("  {now}: reply {status} {body:?}");
+                        }
+                        s.solve.handle_response(now, id, status, body.as_bytes())
+                    }
+                };
+                self.after_output(slot, now, output);
+            }
+        }
+    }
+
+    fn finish(&mut self, slot: u32, now: u64, terminal: Output) {
+        let s = self.slots[slot as usize].as_mut().expect("slot");
+        if s.solve.poll_output(now + 1_000).as_ref() != Ok(&terminal) {
+            return self.violation(slot, "terminal output is not sticky".into());
+        }
+        let past = now as i64 - s.deadline as i64;
+        if now > s.deadline + s.timeout {
+            let what = format!("ended {past} ms past the deadline (bound: {} ms)", s.timeout);
+            return self.violation(slot, what);
+        }
+        if let Err(what) = check_terminal(s, now, &terminal) {
+            return self.violation(slot, what);
+        }
+        self.report.max_past_deadline_ms = self.report.max_past_deadline_ms.max(past);
+        match &terminal {
+            Output::Solved(_) => self.report.solved += 1,
+            Output::Failed(f) => {
+                self.report.failed += 1;
+                Report::count(&mut self.report.codes, &f.code);
+            }
+            Output::Send(_) => {}
+        }
+        let s = self.slots[slot as usize].take().expect("slot");
+        self.report.faults.add(&s.upstream.faults);
+        self.free.push(slot);
+        self.in_flight -= 1;
+    }
+}
+
+fn placeholder() -> Delivery {
+    Delivery { after_ms: 0, meaning: upstream::Meaning::Timeout, variant: 0 }
+}
+
+/// The task id in a poll body (`...&action=get&id=<id>&json=1`).
+fn poll_id(request: &HttpRequest) -> Option<&str> {
+    let Body::Form(body) = &request.body else { return None };
+    let start = body.find("&id=")? + 4;
+    let rest = &body[start..];
+    Some(&rest[..rest.find('&').unwrap_or(rest.len())])
+}
+
+fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String> {
+    if request.at >= s.deadline {
+        return Err(format!("request {} due at {} is at or after the deadline {}", request.id, request.at, s.deadline));
+    }
+    if request.at < now {
+        return Err(format!("request {} due at {} was handed out later, at {now}", request.id, request.at));
+    }
+    if request.url.contains(&s.key) {
+        return Err("the key is in a URL".into());
+    }
+    let url = if request.kind == RequestKind::Submit { &s.submit_url } else { &s.res_url };
+    if &request.url != url {
+        return Err(format!("{} request to {} (expected {url})", request.kind.as_str(), request.url));
+    }
+    let Body::Form(body) = &request.body else { return Err("a multipart body for a form task".into()) };
+    if !body.starts_with("key=") || body.get(4..36) != Some(s.key.as_str()) {
+        return Err("the request body does not start with the key".into());
+    }
+    let action = match request.kind {
+        RequestKind::Poll => body.contains("&action=get&id="),
+        RequestKind::ThreadsInfo => body.contains("&action=threadsinfo"),
+        RequestKind::Submit => body.contains("&method="),
+        RequestKind::Balance => false,
+    };
+    if !action {
+        return Err(format!("a {} request without its action", request.kind.as_str()));
+    }
+    if request.timeout_ms != s.timeout {
+        return Err(format!("timeout {} != config {}", request.timeout_ms, s.timeout));
+    }
+    Ok(())
+}
+
+/// Snapshot, restore, and check that nothing changed.
+fn restore(s: &mut Slot, now: u64) -> Result<(), String> {
+    let snapshot = s.solve.snapshot();
+    if snapshot.contains(&s.key) {
+        return Err("the key is in a snapshot".into());
+    }
+    let restored = Solve::restore(&snapshot, &s.key).map_err(|e| format!("restore failed: {e}"))?;
+    if restored.snapshot() != snapshot {
+        return Err("the restored solve's snapshot differs".into());
+    }
+    s.solve = restored;
+    if s.trace {
+        eprintln!("  {now}: snapshot/restore ({} bytes)", snapshot.len());
+    }
+    if let Pending::Wake(request) = &s.pending {
+        // Before sending: the restored solve asks for the very same request.
+        match s.solve.poll_output(now) {
+            Ok(Output::Send(again)) if &again == request => {}
+            other => return Err(format!("after restore, poll_output gave {other:?} instead of {request:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// The outcome against the oracle, and the key nowhere in it.
+fn check_terminal(s: &Slot, now: u64, terminal: &Output) -> Result<(), String> {
+    let e = &s.expected;
+    if (s.sends, s.fingerprint, now) != (e.sends, e.fingerprint, e.ended_at) {
+        return Err(format!(
+            "requests differ from the oracle: {} sends ending at {now}, oracle {} sends ending at {} ({})",
+            s.sends,
+            e.sends,
+            e.ended_at,
+            if s.fingerprint == e.fingerprint { "same kinds and times so far" } else { "different kinds or times" }
+        ));
+    }
+    let key = s.key.as_str();
+    match (terminal, &e.outcome) {
+        (
+            Output::Solved(sol),
+            Outcome::Solved { answer, task_id, submitted_at, solved_at, polls, attempts, expires_at },
+        ) => {
+            let got = (
+                sol.answer.as_str(),
+                sol.task_id.as_deref(),
+                sol.submitted_at,
+                sol.solved_at,
+                sol.polls,
+                sol.attempts,
+                sol.expires_at,
+            );
+            let want =
+                (answer.as_str(), Some(task_id.as_str()), *submitted_at, *solved_at, *polls, *attempts, *expires_at);
+            if got != want || sol.user_agent.is_some() || sol.elapsed_ms != solved_at - s.start {
+                return Err(format!("solved as {sol:?}, oracle: {:?}", e.outcome));
+            }
+            if sol.answer.as_str().contains(key) {
+                return Err("the key is in a solution".into());
+            }
+        }
+        (Output::Failed(f), Outcome::Failed(want)) => {
+            let got = (f.code.as_str(), f.class, f.retry_after_ms, f.task_id.as_deref());
+            if got != (want.code.as_str(), want.class, want.retry_after_ms, want.task_id.as_deref())
+                || f.field.is_some()
+            {
+                return Err(format!("failed as {f:?}, oracle: {want:?}"));
+            }
+            if f.message.contains(key) || f.code.contains(key) || f.to_string().contains(key) {
+                return Err(format!("the key is in a failure ({})", f.code));
+            }
+            if f.message.is_empty() {
+                return Err("a failure without a message".into());
+            }
+        }
+        (got, want) => return Err(format!("outcome {got:?}, oracle: {want:?}")),
+    }
+    Ok(())
+}
