@@ -6,7 +6,7 @@ import base64, glob, hashlib, json, os, re, struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "fuzz", "seeds")
-TASKS = re.findall(r'^    \("([^"]+)"', open(os.path.join(ROOT, "fuzz/src/tasks.rs")).read(), re.M)
+TASKS = re.findall(r'\(\s*"(type_[^"]+)"', open(os.path.join(ROOT, "fuzz/src/tasks.rs")).read())
 TYPE_INDEX = {}
 for i, name in enumerate(TASKS):
     ty = name[len("type_"):]
