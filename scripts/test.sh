@@ -18,3 +18,10 @@ build_all
 
 echo "== tests"
 cargo test --workspace --quiet
+
+# Issue 10: the fuzz targets' bodies over their seeds and every regression input (no nightly or
+# cargo-fuzz: installing cargo-fuzz and building the targets takes over 5 minutes), and the
+# deterministic simulation of 20,000 faulty solves against the oracle. Both also run in the
+# workspace tests above; this step names them in the log.
+echo "== fuzz bodies (seeds, regressions) and simulation (sim)"
+cargo test -p sim --quiet

@@ -17,8 +17,10 @@ use captchaai_engine::{Config, HttpRequest, Misuse, Output, Solve, Task, Transpo
 
 pub use tasks::TASKS;
 
-/// The API key every target uses (32 letters and digits).
-pub const KEY: &str = "fuzzKEY0123456789abcdefghijklmno";
+/// The API key every target uses (32 letters and digits). It starts with a letter that no JSON
+/// escape ends with (`\u00XX`, `\n`, `\f`...): with a key starting `f`, an upstream answer
+/// holding U+001F then `uzzKEY...` was a false alarm, because the snapshot writes `\u001fuzzKEY...`.
+pub const KEY: &str = "KEYfuzz0123456789abcdefghijklmno";
 /// The first `now` (epoch ms).
 pub const T0: u64 = 1_700_000_000_000;
 
@@ -41,13 +43,16 @@ struct Checker {
     /// be due before the deadline.
     engine_made: bool,
     terminal: Option<Output>,
+    /// The input itself held the key (a snapshot given to `restore`): a restored failure's
+    /// message and the config's base URL are the input's text, so even they may hold it.
+    key_in_input: bool,
     /// Outputs seen (the costlier checks run on some of them).
     outputs: u32,
 }
 
 impl Checker {
     fn new(engine_made: bool) -> Checker {
-        Checker { tainted: false, engine_made, terminal: None, outputs: 0 }
+        Checker { tainted: false, engine_made, terminal: None, key_in_input: false, outputs: 0 }
     }
 
     fn fed(&mut self, body: &[u8]) {
@@ -67,7 +72,9 @@ impl Checker {
         match output {
             Output::Send(request) => self.request(solve, request, thorough),
             Output::Failed(failure) => {
-                assert!(!failure.message.contains(KEY), "the key is in a failure message: {}", failure.message);
+                if !self.key_in_input {
+                    assert!(!failure.message.contains(KEY), "the key is in a failure message: {}", failure.message);
+                }
                 if !self.tainted {
                     assert!(!format!("{failure:?}").contains(KEY), "the key is in a failure");
                 }
@@ -89,7 +96,9 @@ impl Checker {
     }
 
     fn request(&self, solve: &Solve, request: &HttpRequest, thorough: bool) {
-        assert!(!request.url.contains(KEY), "the key is in a URL");
+        if !self.key_in_input {
+            assert!(!request.url.contains(KEY), "the key is in a URL");
+        }
         if self.engine_made
             && let Some(deadline) = solve.deadline()
         {
@@ -215,6 +224,7 @@ pub fn restore(data: &[u8]) {
     let Ok(mut solve) = Solve::restore(&text, KEY) else { return };
     let mut checker = Checker::new(false);
     checker.fed(data);
+    checker.key_in_input = checker.tainted;
     let mut now = match solve.poll_output(0) {
         Err(Misuse::TimeWentBackwards { last, .. }) => last,
         _ => 0,
