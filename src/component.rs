@@ -5,6 +5,7 @@ use std::cell::RefCell;
 
 use crate::account::{self, Admission, ThreadGate};
 use crate::codes::Origin;
+use crate::config::ConfigJson;
 use crate::{Answer, ApiKey, Body, Class, Config, Failure, Misuse, Output, RequestKind, RestoreError, Solution};
 use crate::{HttpRequest, Solve, TransportError};
 
@@ -190,19 +191,19 @@ impl wit_account::GuestThreadGate for GateResource {
 }
 
 fn config_from_wit(c: wit::Config) -> Config {
-    let d = Config::default();
-    Config {
-        base_url: c.base_url.unwrap_or(d.base_url),
-        request_timeout_ms: c.request_timeout_ms.unwrap_or(d.request_timeout_ms),
+    ConfigJson {
+        base_url: c.base_url,
+        request_timeout_ms: c.request_timeout_ms,
         deadline_ms: c.deadline_ms,
         initial_wait_ms: c.initial_wait_ms,
         poll_interval_ms: c.poll_interval_ms,
-        max_submit_retries: c.max_submit_retries.unwrap_or(d.max_submit_retries),
-        max_poll_errors: c.max_poll_errors.unwrap_or(d.max_poll_errors),
-        unsolvable_retries: c.unsolvable_retries.unwrap_or(d.unsolvable_retries),
+        max_submit_retries: c.max_submit_retries,
+        max_poll_errors: c.max_poll_errors,
+        unsolvable_retries: c.unsolvable_retries,
         jitter_seed: c.jitter_seed,
-        max_jitter_ms: c.max_jitter_ms.unwrap_or(d.max_jitter_ms),
+        max_jitter_ms: c.max_jitter_ms,
     }
+    .into()
 }
 
 fn class_to_wit(class: Class) -> wit::FailureClass {

@@ -58,30 +58,31 @@ impl Default for Config {
     }
 }
 
-/// Config JSON as read: every field optional, null meaning "the default".
+/// Config as hosts give it (JSON, or the WIT `config` record): every field optional, none
+/// meaning "the default".
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ConfigJson {
+pub(crate) struct ConfigJson {
     #[serde(default)]
-    base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     #[serde(default)]
-    request_timeout_ms: Option<u64>,
+    pub(crate) request_timeout_ms: Option<u64>,
     #[serde(default)]
-    deadline_ms: Option<u64>,
+    pub(crate) deadline_ms: Option<u64>,
     #[serde(default)]
-    initial_wait_ms: Option<u64>,
+    pub(crate) initial_wait_ms: Option<u64>,
     #[serde(default)]
-    poll_interval_ms: Option<u64>,
+    pub(crate) poll_interval_ms: Option<u64>,
     #[serde(default)]
-    max_submit_retries: Option<u32>,
+    pub(crate) max_submit_retries: Option<u32>,
     #[serde(default)]
-    max_poll_errors: Option<u32>,
+    pub(crate) max_poll_errors: Option<u32>,
     #[serde(default)]
-    unsolvable_retries: Option<u32>,
+    pub(crate) unsolvable_retries: Option<u32>,
     #[serde(default)]
-    jitter_seed: Option<u64>,
+    pub(crate) jitter_seed: Option<u64>,
     #[serde(default)]
-    max_jitter_ms: Option<u64>,
+    pub(crate) max_jitter_ms: Option<u64>,
 }
 
 impl From<ConfigJson> for Config {
