@@ -228,7 +228,14 @@ impl Solve {
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
         check_state(&state, &config)?;
-        Ok(Solve::assemble(key, task, config, timings, state))
+        let solve = Solve::assemble(key, task, config, timings, state);
+        match solve.state.phase {
+            // The engine never schedules a step at or after the deadline: such a state is forged.
+            Phase::Ready { at, .. } if solve.deadline().is_some_and(|deadline| at >= deadline) => {
+                Err(RestoreError::Invalid("the next step is due after the deadline".into()))
+            }
+            _ => Ok(solve),
+        }
     }
 
     fn assemble(key: ApiKey, task: Task, config: Config, timings: Timings, state: State) -> Solve {
@@ -311,7 +318,8 @@ impl Solve {
     /// (`String::from_utf8_lossy`), exactly as every host of the component passes it.
     pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<Output, Misuse> {
         let step = self.take_result(now, request_id)?;
-        let text = String::from_utf8_lossy(body);
+        // A reply that echoes the key loses it before anything reads (or clips) the text.
+        let text = crate::text::redact(String::from_utf8_lossy(body).into_owned(), self.key.expose());
         let reply = reply::parse(status, text.as_bytes());
         match step {
             Step::Submit => self.on_submit_reply(now, reply),

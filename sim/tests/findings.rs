@@ -1,6 +1,6 @@
-//! Engine bugs found by the fuzzers' and the simulation's checks, as tests. They are ignored
-//! until the engine is fixed (src/ is not this crate's to change): run them with
-//! `cargo test -p sim --test findings -- --ignored`. The inputs are also in fuzz/regressions/.
+//! Engine bugs found by the fuzzers' and the simulation's checks, as regression tests (both
+//! fixed in the engine: replies lose the key before anything reads them, and restore refuses a
+//! step due at or after the deadline). The inputs are also in fuzz/regressions/.
 
 use captchaai_engine::{Config, Output, Solve};
 
@@ -12,7 +12,6 @@ const TASK: &str = r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"htt
 /// reach the failure message (`...xxxxfuzzKEY012)`). Fix: redact before clipping (solve.rs
 /// `on_other_reply`; the same order applies to `describe` of unreadable bodies).
 #[test]
-#[ignore = "engine bug: key prefix survives clipping in failure messages"]
 fn no_part_of_the_key_in_a_clipped_error_text() {
     let mut solve = Solve::from_json(TASK, KEY, &Config::default(), 0).expect("task");
     let Ok(Output::Send(submit)) = solve.poll_output(0) else { panic!("no submit") };
@@ -29,7 +28,6 @@ fn no_part_of_the_key_in_a_clipped_error_text() {
 /// only a corrupted or forged snapshot triggers it. Fix: `check_state` refuses `at >= deadline`,
 /// or `output` fails when the step's `at` (not only `now`) is at or after the deadline.
 #[test]
-#[ignore = "engine bug: restore accepts a step due after the deadline"]
 fn a_restored_solve_never_asks_for_a_request_after_its_deadline() {
     let solve = Solve::from_json(TASK, KEY, &Config::default(), 0).expect("task");
     let forged = solve.snapshot().replace(r#""at":0"#, r#""at":500000"#);
