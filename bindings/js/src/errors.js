@@ -1,0 +1,114 @@
+// Errors a solve ends with. The subclass is chosen by the engine's failure class alone (never by
+// reading codes); every field comes from the engine's failure record, which never holds the key.
+
+/** A solve that ended without an answer (or was refused before anything was sent). */
+export class CaptchaAIError extends Error {
+  /**
+   * @param {object} failure the engine's failure, already converted by `errorFromFailure`
+   */
+  constructor({ code, message, origin, taskId, field, retryAfter }) {
+    super(message);
+    this.name = new.target.name;
+    /** The raw API code (`ERROR_ZERO_BALANCE`, ...) or an engine code (`INVALID_TASK`, ...). */
+    this.code = code;
+    /** `'input'` (refused before sending), `'service'` (CaptchaAI said so) or `'no_answer'`. */
+    this.origin = origin;
+    /** The CaptchaAI task id, once one was assigned; else null. */
+    this.taskId = taskId;
+    /** The task or config field at fault (validation failures); else null. */
+    this.field = field;
+    /** Seconds after which retrying may help (the engine's hint); else null. */
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** Fix the key, plan, account or task first; retrying unchanged cannot help. */
+export class PermanentError extends CaptchaAIError {}
+
+/** Worth trying again later, after `retryAfter` seconds when given. */
+export class TransientError extends CaptchaAIError {}
+
+/** The service gave up on the captcha; a fresh task may succeed. */
+export class UnsolvableError extends CaptchaAIError {}
+
+/** A snapshot that cannot be resumed: `kind` is `malformed`, `truncated`, `foreign`,
+ * `unsupported_version`, `invalid` or `invalid_key`. */
+export class SnapshotError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'SnapshotError';
+    this.kind = kind;
+  }
+}
+
+/** The engine reported that this host broke the driving contract (a bug in this package). */
+export class EngineMisuseError extends Error {
+  constructor(kind, detail) {
+    super(`the engine reported host misuse: ${kind} (${detail}); this is a bug in captchaai-engine`);
+    this.name = 'EngineMisuseError';
+    this.kind = kind;
+  }
+}
+
+const CLASSES = {
+  permanent: PermanentError,
+  transient: TransientError,
+  unsolvable: UnsolvableError,
+};
+
+const ORIGINS = {
+  input: 'input',
+  service: 'service',
+  'no-answer': 'no_answer',
+};
+
+/** The typed error for a WIT `failure` record. */
+export function errorFromFailure(failure) {
+  const ErrorClass = CLASSES[failure.class];
+  const origin = ORIGINS[failure.origin];
+  if (!ErrorClass || !origin) {
+    // Only a component built from another WIT could do this.
+    throw new TypeError(`unknown failure class or origin from the engine: ${failure.class}/${failure.origin}`);
+  }
+  return new ErrorClass({
+    code: failure.code,
+    message: failure.message,
+    origin,
+    taskId: failure.taskId ?? null,
+    field: failure.field ?? null,
+    retryAfter: failure.retryAfterMs === undefined ? null : Number(failure.retryAfterMs) / 1000,
+  });
+}
+
+const RESTORE_KINDS = {
+  malformed: 'malformed',
+  truncated: 'truncated',
+  foreign: 'foreign',
+  'unsupported-version': 'unsupported_version',
+  invalid: 'invalid',
+  'invalid-key': 'invalid_key',
+};
+
+/** The typed error for a WIT `restore-error` variant. */
+export function errorFromRestore(restoreError) {
+  const kind = RESTORE_KINDS[restoreError.tag] ?? restoreError.tag;
+  const detail = restoreError.val === undefined ? '' : `: ${restoreError.val}`;
+  return new SnapshotError(kind, `the snapshot cannot be resumed (${kind}${detail})`);
+}
+
+const MISUSE_KINDS = {
+  'time-went-backwards': 'time_went_backwards',
+  'unknown-request': 'unknown_request',
+  'stale-response': 'stale_response',
+  'not-due': 'not_due',
+};
+
+/** The misuse kind as the transcripts spell it (`time_went_backwards`, ...). */
+export function misuseKind(misuse) {
+  return MISUSE_KINDS[misuse.tag] ?? misuse.tag;
+}
+
+/** The error for a WIT `misuse` variant. */
+export function errorFromMisuse(misuse) {
+  return new EngineMisuseError(misuseKind(misuse), String(misuse.val));
+}

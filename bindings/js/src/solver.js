@@ -1,0 +1,178 @@
+// The fetch-based driver. It moves bytes and sleeps: what to send, when, how long to wait for it,
+// what a reply means and when to stop all come from the engine.
+import { inspect } from 'node:util';
+import { Solution, toTaskJson, toWitConfig } from './convert.js';
+import { engineResult } from './engine.js';
+import { errorFromFailure } from './errors.js';
+import { ThreadBudget } from './gate.js';
+import { EngineHost } from './host.js';
+import { Clock, send } from './transport.js';
+
+/** A solve created in the engine and not finished yet: run it with `solver.run(pending)`. */
+export class PendingSolve {
+  #host;
+  #slot;
+
+  constructor(host, slot) {
+    this.#host = host;
+    this.#slot = slot;
+  }
+
+  /** The solve's whole state as versioned JSON, without the key (it holds the task). */
+  snapshot() {
+    return this.#host.snapshot(this.#slot);
+  }
+
+  /** The CaptchaAI task id once a submit was accepted; else null. */
+  get taskId() {
+    return this.#host.taskId(this.#slot);
+  }
+
+  /** When the deadline passes (epoch ms) once the first submit was sent; else null. */
+  get deadline() {
+    return this.#host.deadline(this.#slot);
+  }
+
+  /** Whether the solve can still run (not finished, not closed). */
+  get open() {
+    return this.#host.isOpen(this.#slot);
+  }
+
+  /** Frees the solve in the engine (run does this when it ends). */
+  close() {
+    this.#host.drop(this.#slot);
+  }
+
+  [Symbol.dispose]() {
+    this.close();
+  }
+
+  /** Used by Solver only. */
+  static slotOf(pending, host) {
+    if (!(pending instanceof PendingSolve) || pending.#host !== host) {
+      throw new TypeError('run() takes a PendingSolve from this solver\'s start() or resume()');
+    }
+    return pending.#slot;
+  }
+
+  [inspect.custom]() {
+    return `PendingSolve { open: ${this.open} }`;
+  }
+}
+
+export class Solver {
+  #key;
+  #witConfig;
+  #fetch;
+  #clock;
+  #host = new EngineHost();
+  #budget = null;
+
+  /**
+   * @param {string} apiKey the CaptchaAI key (kept inside; never in errors, snapshots or inspect output)
+   * @param {object} [config] `{baseUrl, requestTimeoutMs, deadlineMs, initialWaitMs, pollIntervalMs,
+   *   maxSubmitRetries, maxPollErrors, unsolvableRetries, jitterSeed, maxJitterMs}`
+   * @param {object} [options] `{fetch, threads, timeScale}`: a fetch implementation (default
+   *   globalThis.fetch), at most `threads` solves in flight at once (default: no limit), and a
+   *   clock running `timeScale` times faster than real time (tests against the emulator only)
+   */
+  constructor(apiKey, config = {}, { fetch = globalThis.fetch, threads, timeScale = 1 } = {}) {
+    if (typeof apiKey !== 'string') throw new TypeError('apiKey must be a string');
+    if (typeof fetch !== 'function') throw new TypeError('options.fetch must be a fetch function');
+    this.#key = apiKey;
+    this.#witConfig = toWitConfig(config);
+    this.#fetch = fetch;
+    this.#clock = new Clock(timeScale);
+    // The engine checks the key and config now (building a request sends nothing).
+    const checked = this.#host.account((root) => engineResult(() => root.account.balanceRequest(this.#key, this.#witConfig)));
+    if (checked.err) throw errorFromFailure(checked.err);
+    if (threads !== undefined && threads !== null) this.#budget = new ThreadBudget(threads);
+  }
+
+  /** Solves `task` (`{type, ...fields}`) to the end: the Solution, or a CaptchaAIError subclass. */
+  async solve(task, options = {}) {
+    return this.run(this.start(task), options);
+  }
+
+  /** Validates `task` in the engine and creates its solve; nothing is sent until `run`. */
+  start(task) {
+    const slot = this.#host.create(toTaskJson(task), this.#key, this.#witConfig, BigInt(this.#clock.nowMs()));
+    return new PendingSolve(this.#host, slot);
+  }
+
+  /** Continues a solve from a snapshot (taken by `pending.snapshot()` or `onCheckpoint`). */
+  resume(snapshot) {
+    if (typeof snapshot !== 'string') throw new TypeError('a snapshot is the string snapshot() returned');
+    return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key));
+  }
+
+  /**
+   * Drives `pending` to its end under the thread budget. `onCheckpoint(snapshot)` is awaited after
+   * each result that leaves the solve in flight; resuming its latest snapshot continues the solve.
+   * `signal` aborts the run (the solve is closed; resume from the last checkpoint).
+   */
+  async run(pending, { onCheckpoint, signal } = {}) {
+    const slot = PendingSolve.slotOf(pending, this.#host);
+    const host = this.#host;
+    const clock = this.#clock;
+    const ticket = this.#budget ? await this.#budget.enter(signal) : null;
+    try {
+      let output = host.pollOutput(slot, BigInt(clock.nowMs()));
+      for (;;) {
+        if (output.tag === 'solved') return new Solution(output.val, host);
+        if (output.tag === 'failed') throw errorFromFailure(output.val);
+        const request = output.val;
+        await clock.sleepUntil(Number(request.at), signal);
+        const reply = await send(this.#fetch, clock, request, signal);
+        const now = BigInt(clock.nowMs());
+        output =
+          reply.tag === 'ok'
+            ? host.handleResponse(slot, now, request.id, reply.val)
+            : host.handleTransportError(slot, now, request.id, reply.val);
+        if (output.tag === 'send') {
+          host.checkpoint(slot);
+          if (onCheckpoint) await onCheckpoint(host.snapshot(slot));
+        }
+      }
+    } finally {
+      host.drop(slot);
+      if (ticket !== null) this.#budget.leave(ticket);
+    }
+  }
+
+  /** The plan's threads: `{threads, workingThreads, free}`. */
+  async threadsInfo({ signal } = {}) {
+    const info = await this.#account('threadsInfoRequest', 'parseThreadsInfo', signal);
+    return { threads: Number(info.threads), workingThreads: Number(info.workingThreads), free: Number(info.free) };
+  }
+
+  /** The account balance. */
+  async balance({ signal } = {}) {
+    return this.#account('balanceRequest', 'parseBalance', signal);
+  }
+
+  /** `{capacity, running, queued}` of the thread budget, or null without one. */
+  budget() {
+    return this.#budget?.stats() ?? null;
+  }
+
+  async #account(build, parse, signal) {
+    const host = this.#host;
+    const built = host.account((root) => engineResult(() => root.account[build](this.#key, this.#witConfig)));
+    if (built.err) throw errorFromFailure(built.err);
+    const request = built.ok;
+    await this.#clock.sleepUntil(Number(request.at), signal);
+    const reply = await send(this.#fetch, this.#clock, request, signal);
+    const parsed = host.account((root) => engineResult(() => root.account[parse](reply)));
+    if (parsed.err) throw errorFromFailure(parsed.err);
+    return parsed.ok;
+  }
+
+  [inspect.custom]() {
+    return `Solver { budget: ${inspect(this.budget())} }`;
+  }
+
+  toJSON() {
+    return { solver: 'captchaai-engine', budget: this.budget() };
+  }
+}
