@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 build_all
-cargo build --release --quiet -p host-tests
+cargo build --release --quiet -p host-tests -p captchaai-emulator
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
@@ -18,7 +18,7 @@ if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
 else
   CAPTCHAAI_KEY=0123456789abcdef0123456789abcdef
   API_BASE="http://127.0.0.1:${EMULATOR_PORT:-8099}"
-  target/release/host-tests emulator --port "${EMULATOR_PORT:-8099}" --key "$CAPTCHAAI_KEY:5" >/dev/null &
+  target/release/captchaai-emulator --port "${EMULATOR_PORT:-8099}" --key "$CAPTCHAAI_KEY:5" >/dev/null &
   EMULATOR_PID=$!
   trap 'kill "$EMULATOR_PID" 2>/dev/null' EXIT
   echo "upstream: the bundled CaptchaAI emulator at $API_BASE (demo key)"
@@ -38,5 +38,5 @@ echo
 SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" \
 SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" \
 SPIN_VARIABLE_API_BASE="$API_BASE" \
-  target/release/host-tests serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
+  target/release/captchaai serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
     --kv "file:target/edge-kv.json" --cache-dir target/component-cache

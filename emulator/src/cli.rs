@@ -1,12 +1,12 @@
-//! `host-tests emulator`: the emulator as a standalone process, for tests written in other
-//! languages. Prints `emulator listening on http://127.0.0.1:PORT` on stdout, then serves until
+//! The emulator as a standalone process (`captchaai-emulator`, also `captchaai emulator`), for
+//! tests written in other languages. Prints `emulator listening on http://127.0.0.1:PORT` on stdout, then serves until
 //! SIGINT/SIGTERM. Keys given on the command line are never printed (not even in errors).
 
 use clap::Args;
 
-use crate::emulator::{Account, CaptchaKind, Emulator, EmulatorConfig, Faults, key_well_formed};
+use crate::{Account, CaptchaKind, Emulator, EmulatorConfig, Faults, key_well_formed};
 
-/// Flags of `host-tests emulator`. (No `Debug`: it holds keys.)
+/// Flags of `captchaai-emulator` / `captchaai emulator`. (No `Debug`: it holds keys.)
 #[derive(Args)]
 pub struct EmulatorArgs {
     /// Port on 127.0.0.1 (0 = pick a free port).

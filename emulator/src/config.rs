@@ -95,7 +95,7 @@ impl Faults {
     }
 }
 
-/// A scripted fault for [`crate::emulator::Emulator::force_next`]. Applies to the next protocol
+/// A scripted fault for [`crate::Emulator::force_next`]. Applies to the next protocol
 /// request(s) (in.php / res.php / solve.php) in arrival order, before any random fault.
 ///
 /// JSON form (externally tagged): `{"code":"ERROR_SERVER_ERROR"}`, `"html_502"`,
@@ -234,7 +234,7 @@ pub struct EmulatorConfig {
     /// Per-kind solve-time overrides (kinds not listed use [`CaptchaKind::default_solve_time`]).
     pub solve_times: BTreeMap<CaptchaKind, SolveTime>,
     /// Maximum request-log entries kept (default 200,000; the oldest are dropped first and
-    /// counted in [`crate::emulator::Stats::log_dropped`]). Lower it for load runs.
+    /// counted in [`crate::Stats::log_dropped`]). Lower it for load runs.
     pub log_limit: usize,
 }
 
@@ -337,7 +337,7 @@ impl EmulatorConfig {
             return Err("unsolvable_rate must be within [0, 1]".into());
         }
         for (i, a) in self.accounts.iter().enumerate() {
-            if !crate::emulator::state::key_well_formed(&a.key) {
+            if !crate::state::key_well_formed(&a.key) {
                 return Err(format!("account #{i}: key must be 32 ASCII letters/digits"));
             }
         }

@@ -23,9 +23,11 @@
 //!   `slow` processes on arrival and delays the reply.
 
 mod captcha;
+pub mod cli;
 mod config;
 mod http;
 mod log;
+pub mod net;
 mod protocol;
 mod rng;
 pub(crate) mod state;

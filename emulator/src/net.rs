@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 /// Accepts connections until `shutdown` flips (or its sender is dropped), serving each on its own
 /// task with keep-alive; `service` makes the connection's service from the peer address. Open
 /// connections are aborted on shutdown.
-pub(crate) async fn accept_loop<S, B>(
+pub async fn accept_loop<S, B>(
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
     service: impl Fn(SocketAddr) -> S,

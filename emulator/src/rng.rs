@@ -1,7 +1,7 @@
 //! A tiny seeded PRNG (SplitMix64). Deterministic across platforms; not cryptographic.
 
 /// SplitMix64 generator: every emulator decision that looks random is drawn from one of these,
-/// seeded from [`crate::emulator::EmulatorConfig::seed`], so a run is reproducible.
+/// seeded from [`crate::EmulatorConfig::seed`], so a run is reproducible.
 #[derive(Clone, Debug)]
 pub(crate) struct SplitMix64(u64);
 

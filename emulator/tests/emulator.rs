@@ -11,7 +11,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig, Fault, Faults, REDACTED};
+use captchaai_emulator::{CaptchaKind, Emulator, EmulatorConfig, Fault, Faults, REDACTED};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 const KEY2: &str = "fedcba9876543210fedcba9876543210";
@@ -1017,9 +1017,9 @@ async fn same_seed_same_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_emulator_starts_prints_its_url_and_answers() {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-    let exe = env!("CARGO_BIN_EXE_host-tests");
+    let exe = env!("CARGO_BIN_EXE_captchaai-emulator");
     let mut child = tokio::process::Command::new(exe)
-        .args(["emulator", "--port", "0", "--seed", "7", "--time-scale", "200"])
+        .args(["--port", "0", "--seed", "7", "--time-scale", "200"])
         .args([
             "--key",
             &format!("{KEY}:2"),
@@ -1065,7 +1065,7 @@ async fn cli_emulator_starts_prints_its_url_and_answers() {
     let secret = "s3cr3t-not-a-valid-key-value-xyz:2";
     let out = tokio::time::timeout(
         Duration::from_secs(20),
-        tokio::process::Command::new(exe).args(["emulator", "--key", secret]).kill_on_drop(true).output(),
+        tokio::process::Command::new(exe).args(["--key", secret]).kill_on_drop(true).output(),
     )
     .await
     .expect("did not exit")

@@ -456,7 +456,7 @@ async fn oversized_post(url: &str, size: usize, chunked: bool) -> u16 {
 async fn the_server_log_never_shows_the_key_tokens_or_answers() {
     let emulator =
         Emulator::start(EmulatorConfig::default().with_account(KEY, 5).with_all_solve_times(500, 1_000)).await.unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_host-tests"))
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
         .args(["serve", "--component"])
         .arg(edge_wasm())
         .args(["--listen", "127.0.0.1:0", "--manifest"])

@@ -467,7 +467,7 @@ async fn bad_configurations_fail_to_start() {
 async fn cli_serves_and_reads_the_environment() {
     use tokio::io::AsyncBufReadExt;
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-cache");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_host-tests"))
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
         .args(["serve", "--listen", "127.0.0.1:0", "--quiet-guest", "--variable", "flag_var=flag-secret-1"])
         .arg("--component")
         .arg(hello_wasm())

@@ -1,15 +1,14 @@
-//! The `host-tests` command line. Each subcommand lives in its own module with an `Args` struct
+//! The `captchaai` command line. Each subcommand lives in its own module with an `Args` struct
 //! (clap derive) and an async `run`; add new ones to [`Command`] and [`run`].
 
 use clap::{Parser, Subcommand};
 
-pub mod emulator;
 pub mod serve;
 pub mod solve;
 
-/// `host-tests`: CaptchaAI engine test host.
+/// `captchaai`: solve with the engine component, check threads, run the emulator, serve the edge app.
 #[derive(Parser)]
-#[command(name = "host-tests", version, about = "CaptchaAI engine test host and emulator")]
+#[command(name = "captchaai", version, about = "CaptchaAI solve engine: solve, threads, emulator, serve")]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -20,7 +19,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the CaptchaAI emulator standalone on 127.0.0.1 until killed.
-    Emulator(emulator::EmulatorArgs),
+    Emulator(captchaai_emulator::cli::EmulatorArgs),
     /// Solve one task (flags or JSON) or a batch file with the engine component; key from
     /// CAPTCHAAI_KEY.
     Solve(solve::SolveArgs),
@@ -34,7 +33,7 @@ pub enum Command {
 /// Runs a parsed command line. Errors never contain API keys.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Emulator(args) => emulator::run(args).await,
+        Command::Emulator(args) => captchaai_emulator::cli::run(args).await,
         Command::Solve(args) => solve::solve(args).await,
         Command::Threads(args) => solve::threads(args).await,
         Command::Serve(args) => serve::run(args).await,

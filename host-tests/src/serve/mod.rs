@@ -498,7 +498,7 @@ fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
 
 async fn accept_loop(listener: TcpListener, app: Arc<App>, shutdown: watch::Receiver<bool>) {
     let stop = shutdown.clone();
-    crate::net::accept_loop(listener, shutdown, move |peer| {
+    captchaai_emulator::net::accept_loop(listener, shutdown, move |peer| {
         let (app, shutdown) = (app.clone(), stop.clone());
         hyper::service::service_fn(move |req| handle(app.clone(), req, peer, shutdown.clone()))
     })
