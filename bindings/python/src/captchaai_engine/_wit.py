@@ -1,0 +1,335 @@
+"""Fast calls into a component function through wasmtime's C API.
+
+wasmtime-py's stock ``Func.__call__`` re-reads the function type and every nested record, variant
+and option type through FFI on each call, and decides per call whether a variant is "tagged" (a
+``Variant``) or returned bare, depending on whether its cases differ by Python type (measured:
+~390 µs for one ``poll-output``; see ../shared/docs/toolchain-wasm-hosts.md). Here the types are
+read once per function and compiled into plain Python converters, and every value has one fixed
+shape:
+
+- record: ``dict`` keyed by the WIT field names (kebab-case);
+- variant and result: ``(tag, payload)`` (payload ``None`` for a case without one);
+- enum: the case name; option: ``None`` or the value; ``list<u8>``: ``bytes``;
+- resource: ``wasmtime.component.ResourceAny`` (params are borrowed: the handle stays usable).
+
+This module uses wasmtime-py's low-level ``_ffi`` bindings (the C API), which is why the package
+pins the wasmtime version; the golden-vector tests exercise every converter used here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import byref
+from typing import Any, Callable, List, Optional, Tuple
+
+from wasmtime import WasmtimeError, _ffi as ffi
+from wasmtime.component import ResourceAny, _types as T
+from wasmtime.component._enter import maybe_raise_last_exn
+
+_VAL = ffi.wasmtime_component_val_t
+_VAL_SIZE = ctypes.sizeof(_VAL)
+_UNION_OFFSET = _VAL.of.offset
+
+
+def _kind(name: str) -> int:
+    return getattr(ffi, "WASMTIME_COMPONENT_" + name).value
+
+
+K_BOOL = _kind("BOOL")
+K_U8, K_U16, K_U32, K_U64 = _kind("U8"), _kind("U16"), _kind("U32"), _kind("U64")
+K_S8, K_S16, K_S32, K_S64 = _kind("S8"), _kind("S16"), _kind("S32"), _kind("S64")
+K_F32, K_F64 = _kind("F32"), _kind("F64")
+K_STRING, K_LIST, K_RECORD, K_TUPLE = _kind("STRING"), _kind("LIST"), _kind("RECORD"), _kind("TUPLE")
+K_VARIANT, K_ENUM, K_OPTION, K_RESULT = _kind("VARIANT"), _kind("ENUM"), _kind("OPTION"), _kind("RESULT")
+K_RESOURCE = _kind("RESOURCE")
+
+Lift = Callable[[Any], Any]
+Lower = Callable[[Any, Any], None]
+
+
+def _name(vec: Any) -> str:
+    size = vec.size
+    return ctypes.string_at(vec.data, size).decode("utf-8") if size else ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Lifting: C value -> Python. The whole C value is freed by the caller afterwards, except
+# resources, which are moved out (their slot becomes a bool so the free skips them).
+
+
+def lifter(ty: Any) -> Lift:
+    """A converter from a C ``wasmtime_component_val_t`` of type ``ty`` to a Python value."""
+    if isinstance(ty, T.Bool):
+        return lambda v: bool(v.of.boolean)
+    for cls, field in ((T.U8, "u8"), (T.U16, "u16"), (T.U32, "u32"), (T.U64, "u64"),
+                       (T.S8, "s8"), (T.S16, "s16"), (T.S32, "s32"), (T.S64, "s64"),
+                       (T.F32, "f32"), (T.F64, "f64")):
+        if isinstance(ty, cls):
+            return _int_lifter(field)
+    if isinstance(ty, T.String):
+        return lambda v: _name(v.of.string)
+    if isinstance(ty, T.EnumType):
+        return lambda v: _name(v.of.enumeration)
+    if isinstance(ty, T.RecordType):
+        fields = [(name, lifter(fty)) for name, fty in ty.fields]
+
+        def lift_record(v: Any) -> dict:
+            data = v.of.record.data
+            return {name: lift(data[i].val) for i, (name, lift) in enumerate(fields)}
+
+        return lift_record
+    if isinstance(ty, T.VariantType):
+        cases = {name: (lifter(cty) if cty is not None else None) for name, cty in ty.cases}
+
+        def lift_variant(v: Any) -> Tuple[str, Any]:
+            var = v.of.variant
+            tag = _name(var.discriminant)
+            lift = cases[tag]
+            return (tag, lift(var.val.contents) if lift is not None else None)
+
+        return lift_variant
+    if isinstance(ty, T.OptionType):
+        inner = lifter(ty.payload)
+
+        def lift_option(v: Any) -> Any:
+            ptr = v.of.option
+            return inner(ptr.contents) if ptr else None
+
+        return lift_option
+    if isinstance(ty, T.ResultType):
+        ok = lifter(ty.ok) if ty.ok is not None else None
+        err = lifter(ty.err) if ty.err is not None else None
+
+        def lift_result(v: Any) -> Tuple[str, Any]:
+            res = v.of.result
+            if res.is_ok:
+                return ("ok", ok(res.val.contents) if ok is not None else None)
+            return ("err", err(res.val.contents) if err is not None else None)
+
+        return lift_result
+    if isinstance(ty, T.ListType):
+        element = ty.element
+        if isinstance(element, T.U8):
+            def lift_bytes(v: Any) -> bytes:
+                lst = v.of.list
+                n = lst.size
+                if n == 0:
+                    return b""
+                # The elements are `n` values of _VAL_SIZE bytes, each with its u8 at the union.
+                raw = ctypes.string_at(lst.data, n * _VAL_SIZE)
+                return raw[_UNION_OFFSET::_VAL_SIZE]
+
+            return lift_bytes
+        inner = lifter(element)
+
+        def lift_list(v: Any) -> list:
+            lst = v.of.list
+            return [inner(lst.data[i]) for i in range(lst.size)]
+
+        return lift_list
+    if isinstance(ty, T.TupleType):
+        elements = [lifter(e) for e in ty.elements]
+
+        def lift_tuple(v: Any) -> tuple:
+            data = v.of.tuple.data
+            return tuple(lift(data[i]) for i, lift in enumerate(elements))
+
+        return lift_tuple
+    if isinstance(ty, (T.OwnType, T.BorrowType)):
+        def lift_resource(v: Any) -> ResourceAny:
+            ptr = ffi.take_pointer(v.of, "resource")
+            v.kind = K_BOOL
+            v.of.boolean = False
+            return ResourceAny._from_ptr(ptr)
+
+        return lift_resource
+    raise TypeError(f"unsupported component result type {type(ty).__name__}")
+
+
+def _int_lifter(field: str) -> Lift:
+    return lambda v: getattr(v.of, field)
+
+
+# ----------------------------------------------------------------------------------------------
+# Lowering: Python -> C value, written into a zeroed `wasmtime_component_val_t`. A lowerer either
+# fills the value completely or raises and leaves it untouched (a bool), so cleanup is uniform.
+
+_RANGES = {"u8": (0, 0xFF), "u16": (0, 0xFFFF), "u32": (0, 0xFFFF_FFFF), "u64": (0, 0xFFFF_FFFF_FFFF_FFFF)}
+
+
+def lowerer(ty: Any, where: str = "value") -> Lower:
+    """A converter from a Python value to a C value of type ``ty``; ``where`` names it in errors."""
+    if isinstance(ty, T.Bool):
+        def lower_bool(x: Any, v: Any) -> None:
+            if not isinstance(x, bool):
+                raise TypeError(f"{where} must be a bool, not {type(x).__name__}")
+            v.of.boolean = x
+            v.kind = K_BOOL
+
+        return lower_bool
+    for cls, field, kind in ((T.U8, "u8", K_U8), (T.U16, "u16", K_U16), (T.U32, "u32", K_U32),
+                             (T.U64, "u64", K_U64)):
+        if isinstance(ty, cls):
+            return _int_lowerer(field, kind, where)
+    if isinstance(ty, T.F64):
+        def lower_f64(x: Any, v: Any) -> None:
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise TypeError(f"{where} must be a number, not {type(x).__name__}")
+            v.of.f64 = float(x)
+            v.kind = K_F64
+
+        return lower_f64
+    if isinstance(ty, T.String):
+        def lower_string(x: Any, v: Any) -> None:
+            if not isinstance(x, str):
+                raise TypeError(f"{where} must be a str, not {type(x).__name__}")
+            v.of.string = ffi.str_to_capi(x)
+            v.kind = K_STRING
+
+        return lower_string
+    if isinstance(ty, T.EnumType):
+        names = set(ty.names)
+
+        def lower_enum(x: Any, v: Any) -> None:
+            if x not in names:
+                raise ValueError(f"{where} must be one of {sorted(names)}, not {x!r}")
+            v.of.enumeration = ffi.str_to_capi(x)
+            v.kind = K_ENUM
+
+        return lower_enum
+    if isinstance(ty, T.RecordType):
+        fields = [(name, lowerer(fty, f"{where}.{name}")) for name, fty in ty.fields]
+        count = len(fields)
+
+        def lower_record(x: Any, v: Any) -> None:
+            raw = ffi.wasmtime_component_valrecord_t()
+            ffi.wasmtime_component_valrecord_new_uninit(raw, count)
+            data = raw.data
+            for i, (name, _) in enumerate(fields):
+                data[i].name = ffi.str_to_capi(name)
+                data[i].val.kind = K_BOOL
+                data[i].val.of.boolean = False
+            try:
+                for i, (name, lower) in enumerate(fields):
+                    lower(x[name], data[i].val)
+            except BaseException:
+                ffi.wasmtime_component_valrecord_delete(byref(raw))
+                raise
+            v.of.record = raw
+            v.kind = K_RECORD
+
+        return lower_record
+    if isinstance(ty, T.OptionType):
+        inner = lowerer(ty.payload, where)
+
+        def lower_option(x: Any, v: Any) -> None:
+            if x is None:
+                v.of.option = None
+            else:
+                tmp = _VAL()
+                inner(x, tmp)
+                v.of.option = ffi.wasmtime_component_val_new(byref(tmp))
+            v.kind = K_OPTION
+
+        return lower_option
+    if isinstance(ty, T.ResultType):
+        ok = lowerer(ty.ok, where) if ty.ok is not None else None
+        err = lowerer(ty.err, where) if ty.err is not None else None
+
+        def lower_result(x: Any, v: Any) -> None:
+            tag, payload = x
+            if tag not in ("ok", "err"):
+                raise ValueError(f"{where} must be ('ok', ...) or ('err', ...)")
+            lower = ok if tag == "ok" else err
+            ptr = None
+            if lower is not None:
+                tmp = _VAL()
+                lower(payload, tmp)
+                ptr = ffi.wasmtime_component_val_new(byref(tmp))
+            v.of.result.is_ok = tag == "ok"
+            v.of.result.val = ptr
+            v.kind = K_RESULT
+
+        return lower_result
+    if isinstance(ty, T.VariantType):
+        cases = {name: (lowerer(cty, f"{where}.{name}") if cty is not None else None) for name, cty in ty.cases}
+
+        def lower_variant(x: Any, v: Any) -> None:
+            tag, payload = x
+            if tag not in cases:
+                raise ValueError(f"{where} must be one of the cases {sorted(cases)}, not {tag!r}")
+            lower = cases[tag]
+            ptr = None
+            if lower is not None:
+                tmp = _VAL()
+                lower(payload, tmp)
+                ptr = ffi.wasmtime_component_val_new(byref(tmp))
+            v.of.variant.discriminant = ffi.str_to_capi(tag)
+            v.of.variant.val = ptr
+            v.kind = K_VARIANT
+
+        return lower_variant
+    if isinstance(ty, T.BorrowType):
+        def lower_borrow(x: Any, v: Any) -> None:
+            if not isinstance(x, ResourceAny):
+                raise TypeError(f"{where} must be a resource handle")
+            v.of.resource = ffi.wasmtime_component_resource_any_clone(x.ptr())
+            v.kind = K_RESOURCE
+
+        return lower_borrow
+    raise TypeError(f"unsupported component parameter type {type(ty).__name__} for {where}")
+
+
+def _int_lowerer(field: str, kind: int, where: str) -> Lower:
+    low, high = _RANGES[field]
+
+    def lower_int(x: Any, v: Any) -> None:
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise TypeError(f"{where} must be an int, not {type(x).__name__}")
+        if not low <= x <= high:
+            raise ValueError(f"{where} must be from {low} to {high} (got {x})")
+        setattr(v.of, field, x)
+        v.kind = kind
+
+    return lower_int
+
+
+class Signature:
+    """A component function's converters, read once from its type."""
+
+    def __init__(self, name: str, func_type: Any) -> None:
+        self.name = name
+        self.lowers: List[Lower] = [lowerer(t, f"{name}({pname})") for pname, t in func_type.params]
+        result = func_type.result
+        self.lift: Optional[Lift] = lifter(result) if result is not None else None
+
+
+def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> Any:
+    """Calls ``func`` (a ``wasmtime.component.Func``) with ``args``; a trap raises WasmtimeError."""
+    count = len(args)
+    if count != len(signature.lowers):
+        raise TypeError(f"{signature.name} takes {len(signature.lowers)} arguments, got {count}")
+    params = (_VAL * count)()
+    lowered = 0
+    try:
+        for lower, arg in zip(signature.lowers, args):
+            lower(arg, params[lowered])
+            lowered += 1
+        lift = signature.lift
+        result = _VAL()
+        error = ffi.wasmtime_component_func_call(
+            byref(func._func), store._context(), params, count,
+            byref(result) if lift is not None else None, 1 if lift is not None else 0)
+        if error:
+            exc = WasmtimeError._from_ptr(error)
+            maybe_raise_last_exn()
+            raise exc
+        if lift is None:
+            return None
+        try:
+            return lift(result)
+        finally:
+            ffi.wasmtime_component_val_delete(byref(result))
+    finally:
+        for i in range(lowered):
+            ffi.wasmtime_component_val_delete(byref(params[i]))

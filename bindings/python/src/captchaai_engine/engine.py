@@ -1,0 +1,277 @@
+"""The low-level engine: typed calls into the engine component (captchaai:engine@0.2.0).
+
+An :class:`Engine` is one component instance (its own wasmtime Store); the compiled component is
+shared by the whole process. It is not thread-safe: the solvers serialize calls with a lock.
+Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Union
+
+from wasmtime import WasmtimeError
+
+from . import _component
+from .errors import EngineMisuse, EngineTrap, Failure, FailureClass, FailureOrigin, SnapshotError
+from .tasks import Task, task_json, task_type
+from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send ``request`` at its ``at`` (sleep until then), then report the result."""
+
+    request: Request
+
+
+@dataclass(frozen=True)
+class Solved:
+    """Terminal: the answer."""
+
+    solution: Solution
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Terminal: the solve ended without an answer."""
+
+    failure: Failure
+
+
+Output = Union[Send, Solved, Failed]
+Reply = Union[Response, TransportErrorKind]
+
+
+class SolveHandle:
+    """One in-flight solve inside an :class:`Engine` (a WIT ``solve`` resource). The key lives
+    only inside the engine."""
+
+    __slots__ = ("_resource", "task_type", "_engine")
+
+    def __init__(self, engine: "Engine", resource: Any, task_type: Optional[str]) -> None:
+        self._engine = engine
+        self._resource = resource
+        self.task_type = task_type
+
+    def __repr__(self) -> str:
+        return f"SolveHandle(task_type={self.task_type!r})"
+
+
+def _failure(f: Mapping[str, Any]) -> Failure:
+    return Failure(
+        code=f["code"],
+        failure_class=FailureClass(f["class"]),
+        origin=FailureOrigin(f["origin"].replace("-", "_")),
+        message=f["message"],
+        retry_after_ms=f["retry-after-ms"],
+        field=f["field"],
+        task_id=f["task-id"],
+    )
+
+
+def _request(r: Mapping[str, Any]) -> Request:
+    tag, body = r["body"]
+    return Request(
+        id=r["id"],
+        kind=RequestKind(r["kind"].replace("-", "_")),
+        at=r["at"],
+        url=r["url"],
+        content_type=r["content-type"],
+        body=body if tag == "form" else bytes(body),
+        timeout_ms=r["timeout-ms"],
+    )
+
+
+def _reply(reply: Reply) -> Any:
+    if isinstance(reply, Response):
+        return ("ok", {"status": reply.status, "body": reply.body})
+    return ("err", TransportErrorKind(reply).value)
+
+
+def _snapshot_type(snapshot: str) -> Optional[str]:
+    """The captcha type recorded in a snapshot, for :attr:`Solution.type` (None if absent)."""
+    try:
+        task = json.loads(snapshot).get("task")
+        kind = task.get("type") if isinstance(task, dict) else None
+        return kind if isinstance(kind, str) else None
+    except (ValueError, AttributeError):
+        return None
+
+
+class Engine:
+    """One instance of the engine component. Every method is a single engine call."""
+
+    def __init__(self) -> None:
+        self._instance = _component.load().instantiate()
+        self.trapped = False
+
+    def __repr__(self) -> str:
+        return f"Engine(trapped={self.trapped})"
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self.trapped:
+            raise EngineTrap("this engine instance trapped earlier and cannot be used")
+        try:
+            return self._instance.call(name, *args)
+        except WasmtimeError as trap:
+            self.trapped = True
+            raise EngineTrap(f"the engine trapped in {name}: {trap}") from None
+
+    def _output(self, result: Any, handle: SolveHandle) -> Output:
+        tag, value = result
+        if tag == "err":
+            kind, payload = value
+            raise EngineMisuse(kind.replace("-", "_"), payload)
+        kind, payload = value
+        if kind == "send":
+            return Send(_request(payload))
+        if kind == "solved":
+            return Solved(Solution._from_wit(payload, handle.task_type))
+        return Failed(_failure(payload))
+
+    # -- solves --------------------------------------------------------------------------------
+
+    def create(self, task: Union[Task, Mapping[str, Any], str], key: str, config: Optional[Config],
+               now: int) -> Union[SolveHandle, Failure]:
+        """Validates the task, key and config and starts a solve at ``now`` (epoch ms); a problem
+        is a permanent :class:`Failure` naming the field, and nothing is sent."""
+        text = task_json(task)
+        result = self._call("[static]solve.create", text, _key(key), (config or Config())._to_wit(), now)
+        tag, value = result
+        if tag == "err":
+            return _failure(value)
+        return SolveHandle(self, value, task_type(task))
+
+    def restore(self, snapshot: str, key: str) -> SolveHandle:
+        """Continues a solve from a snapshot with the key supplied again."""
+        if not isinstance(snapshot, str):
+            raise TypeError(f"a snapshot is a str, not {type(snapshot).__name__}")
+        return self._restored(self._call("[static]solve.restore", snapshot, _key(key)), _snapshot_type(snapshot))
+
+    def restore_parts(self, base: str, state: str, key: str) -> SolveHandle:
+        """Continues a solve from ``snapshot_base`` and a later ``snapshot_state``."""
+        if not isinstance(base, str) or not isinstance(state, str):
+            raise TypeError("snapshot parts are str")
+        result = self._call("[static]solve.restore-parts", base, state, _key(key))
+        return self._restored(result, _snapshot_type(base))
+
+    def _restored(self, result: Any, kind: Optional[str]) -> SolveHandle:
+        tag, value = result
+        if tag == "err":
+            error, detail = value
+            raise SnapshotError(error.replace("-", "_"), None if detail is None else str(detail))
+        return SolveHandle(self, value, kind)
+
+    def poll_output(self, handle: SolveHandle, now: int) -> Output:
+        """What to do at ``now``: the next request, or the terminal outcome (sticky)."""
+        return self._output(self._call("[method]solve.poll-output", self._own(handle), now), handle)
+
+    def handle_response(self, handle: SolveHandle, now: int, request_id: int, response: Response) -> Output:
+        """Feeds back the reply to ``request_id`` received at ``now``; returns the next output."""
+        wit = {"status": response.status, "body": response.body}
+        return self._output(self._call("[method]solve.handle-response", self._own(handle), now, request_id, wit),
+                            handle)
+
+    def handle_transport_error(self, handle: SolveHandle, now: int, request_id: int,
+                               error: TransportErrorKind) -> Output:
+        """Reports that ``request_id`` failed without a reply at ``now``; returns the next output."""
+        kind = TransportErrorKind(error).value
+        return self._output(
+            self._call("[method]solve.handle-transport-error", self._own(handle), now, request_id, kind), handle)
+
+    def snapshot(self, handle: SolveHandle) -> str:
+        """The whole in-flight state as versioned JSON, without the key."""
+        return self._call("[method]solve.snapshot", self._own(handle))
+
+    def snapshot_base(self, handle: SolveHandle) -> str:
+        """The part of the snapshot that never changes during a solve (task and config)."""
+        return self._call("[method]solve.snapshot-base", self._own(handle))
+
+    def snapshot_state(self, handle: SolveHandle) -> str:
+        """The part that changes with each result (a few hundred bytes)."""
+        return self._call("[method]solve.snapshot-state", self._own(handle))
+
+    def task_id(self, handle: SolveHandle) -> Optional[str]:
+        """The current CaptchaAI task id, once a submit was accepted."""
+        return self._call("[method]solve.task-id", self._own(handle))
+
+    def deadline(self, handle: SolveHandle) -> Optional[int]:
+        """When the deadline passes (epoch ms), once the first submit was sent."""
+        return self._call("[method]solve.deadline", self._own(handle))
+
+    def drop(self, handle: SolveHandle) -> None:
+        """Frees a solve (its handle is unusable afterwards)."""
+        resource, handle._resource = handle._resource, None
+        if resource is not None and handle._engine is self and not self.trapped:
+            try:
+                self._instance.drop(resource)
+            except WasmtimeError:
+                self.trapped = True
+
+    def _own(self, handle: SolveHandle) -> Any:
+        if not isinstance(handle, SolveHandle):
+            raise TypeError(f"expected a SolveHandle, not {type(handle).__name__}")
+        if handle._engine is not self:
+            raise ValueError("this solve belongs to another Engine")
+        if handle._resource is None:
+            raise ValueError("this solve was dropped")
+        return handle._resource
+
+    # -- solutions -----------------------------------------------------------------------------
+
+    def is_fresh(self, solution: Solution, now: int, max_age_ms: int) -> bool:
+        """Whether ``solution`` may still be used at ``now``: no older than ``max_age_ms`` and
+        not past its ``expires_at``."""
+        return self._call("is-fresh", solution._to_wit(), now, max_age_ms)
+
+    def solution_json(self, solution: Solution) -> str:
+        """The engine's client JSON for ``solution``."""
+        return self._call("solution-json", solution._to_wit())
+
+    # -- account -------------------------------------------------------------------------------
+
+    def threads_info_request(self, key: str, config: Optional[Config] = None) -> Union[Request, Failure]:
+        """The ``threadsinfo`` request for the config's base URL and timeout."""
+        return self._account_request("threads-info-request", key, config)
+
+    def parse_threads_info(self, reply: Reply) -> Union[ThreadsInfo, Failure]:
+        """Reads what came back for a ``threadsinfo`` request."""
+        tag, value = self._call("parse-threads-info", _reply(reply))
+        if tag == "err":
+            return _failure(value)
+        return ThreadsInfo(threads=value["threads"], working_threads=value["working-threads"], free=value["free"])
+
+    def balance_request(self, key: str, config: Optional[Config] = None) -> Union[Request, Failure]:
+        """The ``getbalance`` request."""
+        return self._account_request("balance-request", key, config)
+
+    def parse_balance(self, reply: Reply) -> Union[float, Failure]:
+        """Reads what came back for a ``getbalance`` request."""
+        tag, value = self._call("parse-balance", _reply(reply))
+        return _failure(value) if tag == "err" else float(value)
+
+    def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
+        tag, value = self._call(name, _key(key), (config or Config())._to_wit())
+        return _failure(value) if tag == "err" else _request(value)
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"the API key must be a str, not {type(key).__name__}")
+    return key
+
+
+_shared: Optional[Engine] = None
+_shared_lock = threading.Lock()
+
+
+def _shared_call(name: str, *args: Any) -> Any:
+    """A stateless engine function on a process-wide instance (replaced if it ever trapped)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.trapped:
+            _shared = Engine()
+        return _shared._call(name, *args)

@@ -1,0 +1,418 @@
+"""Drivers: :class:`Solver` (sync, httpx.Client) and :class:`AsyncSolver` (asyncio,
+httpx.AsyncClient), with the same surface.
+
+They hold no protocol knowledge. The engine says what to send and when (``request.at``), how long
+a request may take (``request.timeout_ms``), what each reply means and when the solve ends; the
+drivers sleep, send the bytes, and feed back what came back (a reply, or the WIT transport-error
+kind). Every solve keeps a checkpoint (the snapshot's base once, its state after each result), so
+if the engine instance traps it is replaced and the solves continue from their checkpoints.
+
+Thread budget: ``threads=n`` lets at most ``n`` solves of one solver be in flight at once (a
+semaphore; the others wait in ``run``). ``threads=None`` (the default) sets no local cap: the
+engine already waits and retries when CaptchaAI reports every thread busy. To size the gate to
+the plan, pass ``threads=solver.threads_info().threads`` (one ``threadsinfo`` request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional, Union
+
+import httpx
+
+from .engine import Engine, Failed, Output, Send, SolveHandle, Solved
+from .errors import EngineTrap, Failure
+from .tasks import TaskLike
+from .types import Config, Request, Response, Solution, ThreadsInfo, TransportErrorKind
+
+Checkpoint = Callable[[str], Any]
+
+
+class Clock:
+    """The time given to the engine: epoch milliseconds, from a monotonic clock so it never goes
+    backwards. ``scale`` > 1 runs it that many times faster than real time (for tests against
+    the emulator started with the same ``--time-scale``)."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale > 0:
+            raise ValueError(f"a clock scale must be a positive number (got {scale!r})")
+        self.scale = float(scale)
+        self._start_ms = int(time.time() * 1000)
+        self._start = time.monotonic()
+
+    def __repr__(self) -> str:
+        return f"Clock(scale={self.scale})"
+
+    def now_ms(self) -> int:
+        """The current time, epoch ms."""
+        return self._start_ms + int((time.monotonic() - self._start) * 1000 * self.scale)
+
+    def seconds(self, virtual_ms: int) -> float:
+        """The real duration of ``virtual_ms``, in seconds."""
+        return virtual_ms / 1000.0 / self.scale
+
+
+class PendingSolve:
+    """A solve in flight (or finished). ``snapshot()`` gives its state as JSON (never the key) to
+    resume later with ``Solver.resume``; ``task_id`` is the CaptchaAI task id (None before the
+    submit is accepted)."""
+
+    __slots__ = ("_core", "_handle", "_engine", "_base", "_state", "_outcome", "task_type", "__weakref__")
+
+    def __init__(self, core: "_Core", engine: Engine, handle: SolveHandle) -> None:
+        self._core = core
+        self._engine = engine
+        self._handle: Optional[SolveHandle] = handle
+        self._base = engine.snapshot_base(handle)
+        self._state = engine.snapshot_state(handle)
+        self._outcome: Union[None, Solution, Failure] = None
+        self.task_type = handle.task_type
+
+    def __repr__(self) -> str:
+        status = "pending" if self._outcome is None else (
+            "solved" if isinstance(self._outcome, Solution) else "failed")
+        return f"PendingSolve(type={self.task_type!r}, {status})"
+
+    @property
+    def done(self) -> bool:
+        """Whether the solve has ended (``run`` then returns or raises its outcome again)."""
+        return self._outcome is not None
+
+    @property
+    def task_id(self) -> Optional[str]:
+        """The CaptchaAI task id, once a submit was accepted (the final one once finished)."""
+        if isinstance(self._outcome, Solution):
+            return self._outcome.task_id
+        if isinstance(self._outcome, Failure):
+            return self._outcome.task_id
+        return self._core.call(self, lambda engine, handle: engine.task_id(handle))
+
+    def snapshot(self) -> str:
+        """The whole in-flight state as versioned JSON, without the API key (it does hold the task,
+        including any proxy credentials). Resume it with ``Solver.resume``."""
+        if self._outcome is not None:
+            raise ValueError("the solve has finished; there is nothing to snapshot")
+        return self._core.call(self, lambda engine, handle: engine.snapshot(handle))
+
+
+class _Core:
+    """The engine instance shared by one solver's solves, behind a lock, replaced after a trap."""
+
+    def __init__(self, api_key: str, config: Optional[Config], clock: Clock) -> None:
+        if not isinstance(api_key, str):
+            raise TypeError(f"the API key must be a str, not {type(api_key).__name__}")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError(f"config must be a captchaai_engine.Config, not {type(config).__name__}")
+        self._key = api_key
+        self.config = config or Config()
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._engine = Engine()
+        self.recoveries = 0
+
+    def __repr__(self) -> str:  # never the key
+        return f"_Core(config={self.config!r})"
+
+    def _replace_engine(self) -> Engine:
+        self._engine = Engine()
+        self.recoveries += 1
+        return self._engine
+
+    def engine_call(self, fn: Callable[[Engine], Any]) -> Any:
+        """A call that needs no solve; retried once on a fresh instance after a trap."""
+        with self._lock:
+            try:
+                return fn(self._engine)
+            except EngineTrap:
+                return fn(self._replace_engine())
+
+    def start(self, task: TaskLike) -> PendingSolve:
+        def create(engine: Engine) -> PendingSolve:
+            created = engine.create(task, self._key, self.config, self.clock.now_ms())
+            if isinstance(created, Failure):
+                raise created.to_exception()
+            return PendingSolve(self, engine, created)
+
+        return self.engine_call(create)
+
+    def resume(self, snapshot: str) -> PendingSolve:
+        return self.engine_call(lambda engine: PendingSolve(self, engine, engine.restore(snapshot, self._key)))
+
+    def call(self, pending: PendingSolve, fn: Callable[[Engine, SolveHandle], Any]) -> Any:
+        """A call on ``pending``'s solve. After a trap the instance is replaced and the solve is
+        restored from its checkpoint (others are restored lazily on their next call); the call
+        is then made once more."""
+        if pending._core is not self:
+            raise ValueError("this PendingSolve belongs to another solver")
+        with self._lock:
+            for attempt in (0, 1):
+                engine = self._engine
+                try:
+                    if pending._engine is not engine or pending._handle is None:
+                        pending._handle = engine.restore_parts(pending._base, pending._state, self._key)
+                        pending._engine = engine
+                    return fn(engine, pending._handle)
+                except EngineTrap:
+                    if attempt:
+                        raise
+                    self._replace_engine()
+
+    def feed(self, pending: PendingSolve, request_id: int, reply: Union[Response, TransportErrorKind],
+             now: int) -> Output:
+        """Feeds a reply or transport error; keeps the new checkpoint state."""
+        def fed(engine: Engine, handle: SolveHandle) -> Output:
+            if isinstance(reply, Response):
+                output = engine.handle_response(handle, now, request_id, reply)
+            else:
+                output = engine.handle_transport_error(handle, now, request_id, reply)
+            if isinstance(output, Send):
+                pending._state = engine.snapshot_state(handle)
+            return output
+
+        return self.call(pending, fed)
+
+    def finish(self, pending: PendingSolve, output: Union[Solved, Failed]) -> None:
+        """Records the outcome and frees the engine's solve."""
+        with self._lock:
+            pending._outcome = output.solution if isinstance(output, Solved) else output.failure
+            handle, pending._handle = pending._handle, None
+            if handle is not None and pending._engine is self._engine:
+                self._engine.drop(handle)
+
+
+def _outcome(pending: PendingSolve) -> Solution:
+    outcome = pending._outcome
+    if isinstance(outcome, Failure):
+        raise outcome.to_exception()
+    assert isinstance(outcome, Solution)
+    return outcome
+
+
+def _transport_kind(error: BaseException) -> TransportErrorKind:
+    """The WIT transport-error kind for an httpx failure: not delivered, timed out, or broken."""
+    if isinstance(error, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError)):
+        return TransportErrorKind.TIMEOUT
+    if isinstance(error, (httpx.ConnectError, httpx.ProxyError, httpx.UnsupportedProtocol,
+                          httpx.LocalProtocolError, httpx.InvalidURL)):
+        return TransportErrorKind.CONNECT
+    return TransportErrorKind.BROKEN
+
+
+_SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, TimeoutError)
+
+
+class _Base:
+    def __init__(self, api_key: str, config: Optional[Config], threads: Optional[int],
+                 clock: Optional[Clock]) -> None:
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive int or None (got {threads!r})")
+        if clock is not None and not isinstance(clock, Clock):
+            raise TypeError("clock must be a captchaai_engine.Clock")
+        self._core = _Core(api_key, config, clock or Clock())
+        self.threads = threads
+
+    @property
+    def config(self) -> Config:
+        return self._core.config
+
+    @property
+    def clock(self) -> Clock:
+        return self._core.clock
+
+    @property
+    def recoveries(self) -> int:
+        """How many times a trapped engine instance was replaced."""
+        return self._core.recoveries
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(config={self.config!r}, threads={self.threads!r}, clock={self.clock!r})"
+
+    def _account_request(self, kind: str) -> Request:
+        def build(engine: Engine) -> Any:
+            return getattr(engine, kind)(self._core._key, self.config)
+
+        request = self._core.engine_call(build)
+        if isinstance(request, Failure):
+            raise request.to_exception()
+        return request
+
+    def _account_result(self, kind: str, reply: Union[Response, TransportErrorKind]) -> Any:
+        result = self._core.engine_call(lambda engine: getattr(engine, kind)(reply))
+        if isinstance(result, Failure):
+            raise result.to_exception()
+        return result
+
+
+class Solver(_Base):
+    """Solves captchas synchronously. Thread-safe: solves may run from many threads at once
+    (at most ``threads`` in flight). ``client`` is an ``httpx.Client`` to send with (not closed
+    by the solver); ``clock`` a :class:`Clock` (real time by default)."""
+
+    def __init__(self, api_key: str, config: Optional[Config] = None, *, client: Optional[httpx.Client] = None,
+                 threads: Optional[int] = None, clock: Optional[Clock] = None) -> None:
+        super().__init__(api_key, config, threads, clock)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.Client()
+        self._gate = threading.BoundedSemaphore(threads) if threads else None
+
+    def close(self) -> None:
+        """Closes the HTTP client if the solver made it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> "Solver":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def solve(self, task: TaskLike) -> Solution:
+        """Solves ``task`` (a Task, dict or JSON text); raises a CaptchaAIError subclass on failure."""
+        return self.run(self.start(task))
+
+    def start(self, task: TaskLike) -> PendingSolve:
+        """Validates the task and creates the solve; nothing is sent yet. An invalid task, key or
+        config raises PermanentError naming the field."""
+        return self._core.start(task)
+
+    def resume(self, snapshot: str) -> PendingSolve:
+        """A solve continued from ``PendingSolve.snapshot()`` (raises SnapshotError if unusable)."""
+        return self._core.resume(snapshot)
+
+    def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+        """Drives ``pending`` to its end and returns the solution (or raises the failure).
+        ``on_checkpoint(snapshot)`` is called after each result that leaves the solve in flight."""
+        if pending.done:
+            return _outcome(pending)
+        with self._gate if self._gate is not None else contextlib.nullcontext():
+            core, clock = self._core, self.clock
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            while isinstance(output, Send):
+                request = output.request
+                self._sleep_until(request.at)
+                reply = self._send(request)
+                output = core.feed(pending, request.id, reply, clock.now_ms())
+                if on_checkpoint is not None and isinstance(output, Send):
+                    on_checkpoint(pending.snapshot())
+            core.finish(pending, output)
+            return _outcome(pending)
+
+    def threads_info(self) -> ThreadsInfo:
+        """The plan's thread cap and busy threads (``threadsinfo``, read by the engine)."""
+        request = self._account_request("threads_info_request")
+        self._sleep_until(request.at)
+        return self._account_result("parse_threads_info", self._send(request))
+
+    def balance(self) -> float:
+        """The account balance (``getbalance``, read by the engine)."""
+        request = self._account_request("balance_request")
+        self._sleep_until(request.at)
+        return self._account_result("parse_balance", self._send(request))
+
+    def _sleep_until(self, at_ms: int) -> None:
+        clock = self.clock
+        while (now := clock.now_ms()) < at_ms:
+            time.sleep(clock.seconds(at_ms - now) + 0.0002)
+
+    def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+        timeout = self.clock.seconds(request.timeout_ms)
+        try:
+            reply = self._client.post(request.url, content=request.body_bytes,
+                                      headers={"content-type": request.content_type}, timeout=timeout)
+        except _SEND_ERRORS as error:
+            return _transport_kind(error)
+        return Response.from_bytes(reply.status_code, reply.content)
+
+
+class AsyncSolver(_Base):
+    """Solves captchas on asyncio, with the same surface as :class:`Solver` (every solver method
+    is a coroutine). ``client`` is an ``httpx.AsyncClient`` (not closed by the solver)."""
+
+    def __init__(self, api_key: str, config: Optional[Config] = None, *,
+                 client: Optional[httpx.AsyncClient] = None, threads: Optional[int] = None,
+                 clock: Optional[Clock] = None) -> None:
+        super().__init__(api_key, config, threads, clock)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient()
+        self._gate = asyncio.Semaphore(threads) if threads else None
+
+    async def aclose(self) -> None:
+        """Closes the HTTP client if the solver made it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    close = aclose
+
+    async def __aenter__(self) -> "AsyncSolver":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def solve(self, task: TaskLike) -> Solution:
+        """Solves ``task``; raises a CaptchaAIError subclass on failure."""
+        return await self.run(await self.start(task))
+
+    async def start(self, task: TaskLike) -> PendingSolve:
+        """Validates the task and creates the solve (no I/O)."""
+        return self._core.start(task)
+
+    async def resume(self, snapshot: str) -> PendingSolve:
+        """A solve continued from ``PendingSolve.snapshot()`` (no I/O)."""
+        return self._core.resume(snapshot)
+
+    async def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+        """Drives ``pending`` to its end; ``on_checkpoint(snapshot)`` after each result that leaves
+        it in flight (a coroutine function is awaited)."""
+        if pending.done:
+            return _outcome(pending)
+        async with self._gate if self._gate is not None else _null_async():
+            core, clock = self._core, self.clock
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            while isinstance(output, Send):
+                request = output.request
+                await self._sleep_until(request.at)
+                reply = await self._send(request)
+                output = core.feed(pending, request.id, reply, clock.now_ms())
+                if on_checkpoint is not None and isinstance(output, Send):
+                    result = on_checkpoint(pending.snapshot())
+                    if asyncio.iscoroutine(result):
+                        await result
+            core.finish(pending, output)
+            return _outcome(pending)
+
+    async def threads_info(self) -> ThreadsInfo:
+        """The plan's thread cap and busy threads."""
+        request = self._account_request("threads_info_request")
+        await self._sleep_until(request.at)
+        return self._account_result("parse_threads_info", await self._send(request))
+
+    async def balance(self) -> float:
+        """The account balance."""
+        request = self._account_request("balance_request")
+        await self._sleep_until(request.at)
+        return self._account_result("parse_balance", await self._send(request))
+
+    async def _sleep_until(self, at_ms: int) -> None:
+        clock = self.clock
+        while (now := clock.now_ms()) < at_ms:
+            await asyncio.sleep(clock.seconds(at_ms - now) + 0.0002)
+
+    async def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+        timeout = self.clock.seconds(request.timeout_ms)
+        try:
+            reply = await asyncio.wait_for(
+                self._client.post(request.url, content=request.body_bytes,
+                                  headers={"content-type": request.content_type}, timeout=timeout),
+                timeout)
+        except _SEND_ERRORS as error:
+            return _transport_kind(error)
+        return Response.from_bytes(reply.status_code, reply.content)
+
+
+@contextlib.asynccontextmanager
+async def _null_async() -> Any:
+    yield
