@@ -19,11 +19,18 @@ class Slot {
 }
 
 export class EngineHost {
-  #root = instantiateComponent();
+  #instantiate;
+  #root;
   /** @type {Set<Slot>} */
   #slots = new Set();
   /** Instances replaced after a trap. */
   recoveries = 0;
+
+  /** @param instantiate makes a fresh component instance (replaceable for recovery tests) */
+  constructor(instantiate = instantiateComponent) {
+    this.#instantiate = instantiate;
+    this.#root = instantiate();
+  }
 
   /** Creates a solve; returns its slot or throws the engine's failure as a typed error. */
   create(taskJson, key, witConfig, now) {
@@ -141,7 +148,7 @@ export class EngineHost {
 
   #recover(trap) {
     this.recoveries += 1;
-    const root = instantiateComponent();
+    const root = this.#instantiate();
     for (const slot of this.#slots) {
       const restored = engineResult(() => root.engine.Solve.restoreParts(slot.base, slot.state, slot.key));
       if (restored.err) {

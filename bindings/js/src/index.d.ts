@@ -1,0 +1,292 @@
+// Types of captchaai-engine's typed layer (hand-written; the raw WIT bindings jco emits are in
+// gen/ and never reach users). Field names and ranges are the engine's (README "Tasks"); the
+// engine validates every task and config and names the field at fault.
+
+/** Parameters passed through to CaptchaAI as given (`soft_id`, `pingback`, ...). */
+export type Extra = Record<string, string | number | boolean>;
+
+export type ProxyType = 'HTTP' | 'HTTPS' | 'SOCKS4' | 'SOCKS5';
+
+interface Common {
+  /** Pass-through parameters; never `key`, `method`, `json` or a field the type already has. */
+  extra?: Extra;
+}
+interface Proxied {
+  /** `host:port` or `user:pass@host:port`. */
+  proxy?: string;
+  proxytype?: ProxyType;
+}
+interface ProxyRequired {
+  proxy: string;
+  proxytype: ProxyType;
+}
+interface Browser {
+  cookies?: string;
+  user_agent?: string;
+}
+
+export interface RecaptchaV2Task extends Common, Proxied, Browser {
+  type: 'recaptcha_v2';
+  sitekey: string;
+  pageurl: string;
+  invisible?: boolean;
+  data_s?: string;
+}
+export interface RecaptchaV2EnterpriseTask extends Common, Proxied, Browser {
+  type: 'recaptcha_v2_enterprise';
+  sitekey: string;
+  pageurl: string;
+  invisible?: boolean;
+  action?: string;
+  data_s?: string;
+}
+export interface RecaptchaV3Task extends Common, Proxied, Browser {
+  type: 'recaptcha_v3' | 'recaptcha_v3_enterprise';
+  sitekey: string;
+  pageurl: string;
+  action: string;
+  /** 0.1 to 0.9. */
+  min_score?: number | string;
+}
+export interface TurnstileTask extends Common, Proxied, Browser {
+  type: 'turnstile';
+  sitekey: string;
+  pageurl: string;
+  action?: string;
+  data?: string;
+  pagedata?: string;
+}
+export interface CloudflareChallengeTask extends Common, ProxyRequired {
+  type: 'cloudflare_challenge';
+  pageurl: string;
+  sitekey?: string;
+  user_agent?: string;
+  cookies?: string;
+}
+export interface GeeTestV3Task extends Common, Proxied, Browser {
+  type: 'geetest_v3';
+  gt: string;
+  challenge: string;
+  pageurl: string;
+  api_server?: string;
+}
+export interface GeeTestV4Task extends Common, Proxied, Browser {
+  type: 'geetest_v4';
+  captcha_id: string;
+  pageurl: string;
+  api_server?: string;
+}
+export interface CaptchaFoxTask extends Common, ProxyRequired, Browser {
+  type: 'captchafox';
+  sitekey: string;
+  pageurl: string;
+}
+export interface FriendlyCaptchaTask extends Common, Proxied {
+  type: 'friendly_captcha';
+  sitekey: string;
+  pageurl: string;
+  version?: 'v1' | 'v2';
+}
+export interface LeminTask extends Common, Proxied {
+  type: 'lemin';
+  captcha_id: string;
+  div_id: string;
+  pageurl: string;
+  api_server?: string;
+}
+export interface ImageTask extends Common {
+  type: 'image';
+  /** Base64 JPEG, PNG or GIF, 100 B to 1 MiB. */
+  image: string;
+  upload?: 'base64' | 'multipart';
+  /** Synchronous solving through `solve.php`. */
+  sync?: boolean;
+  phrase?: boolean;
+  case_sensitive?: boolean;
+  /** 0 to 4. */
+  numeric?: number;
+  min_len?: number;
+  max_len?: number;
+  calc?: boolean;
+  /** 0 to 2. */
+  language?: number;
+  lang?: string;
+  instructions?: string;
+}
+export interface GridTask extends Common {
+  type: 'grid';
+  image: string;
+  instructions: string;
+  grid_size?: '3x3' | '4x4';
+}
+export interface BlsTask extends Common {
+  type: 'bls';
+  instructions: string;
+  /** Exactly 9 base64 images, at most 1000 px a side. */
+  images: string[];
+}
+
+/** A captcha to solve: an object of one of these shapes, or its JSON text. */
+export type Task =
+  | RecaptchaV2Task
+  | RecaptchaV2EnterpriseTask
+  | RecaptchaV3Task
+  | TurnstileTask
+  | CloudflareChallengeTask
+  | GeeTestV3Task
+  | GeeTestV4Task
+  | CaptchaFoxTask
+  | FriendlyCaptchaTask
+  | LeminTask
+  | ImageTask
+  | GridTask
+  | BlsTask;
+
+/** Solve settings; every field optional (the engine's default or the captcha type's value). */
+export interface Config {
+  /** Default `https://ocr.captchaai.com`. */
+  baseUrl?: string;
+  /** Per-request timeout, 1,000-120,000 ms; default 30,000. */
+  requestTimeoutMs?: number | bigint;
+  /** Overall deadline from the original submit, 10 s to 1 h; default per type. */
+  deadlineMs?: number | bigint;
+  /** Wait before the first poll, at least 5,000 ms; default per type. */
+  initialWaitMs?: number | bigint;
+  /** Wait between polls, at least 5,000 ms; default per type. */
+  pollIntervalMs?: number | bigint;
+  /** Submit retries after transient errors, 0-10; default 5. */
+  maxSubmitRetries?: number;
+  /** Consecutive failed polls before giving up, 1-100; default 10. */
+  maxPollErrors?: number;
+  /** Fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE, 0-5; default 1. */
+  unsolvableRetries?: number;
+  /** Seed for wait jitter; none means no jitter. */
+  jitterSeed?: number | bigint;
+  /** Largest jitter per wait when seeded, 0-10,000 ms; default 1,000. */
+  maxJitterMs?: number | bigint;
+}
+
+export interface SolverOptions {
+  /** The fetch used for every request (default `globalThis.fetch`). */
+  fetch?: typeof globalThis.fetch;
+  /** At most this many solves in flight at once (the engine's thread gate); default no limit. */
+  threads?: number;
+  /** Run the clock this many times faster than real time (tests against the emulator only). */
+  timeScale?: number;
+}
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A solved captcha. Times are Unix epoch milliseconds. */
+export declare class Solution {
+  private constructor();
+  /** `'text'`: a token or text; `'json'`: a structured answer (GeeTest, Lemin, grid, BLS). */
+  readonly answerType: 'text' | 'json';
+  /** The token or text, or the structured answer as a parsed JSON value. */
+  readonly answer: string | JsonValue;
+  /** The solver's user agent where the type returns one; reuse it on the site. */
+  readonly userAgent: string | null;
+  /** The task id of the successful attempt (null for synchronous image answers). */
+  readonly taskId: string | null;
+  readonly submittedAt: number;
+  /** When the answer arrived; token lifetimes count from here. */
+  readonly solvedAt: number;
+  readonly elapsedMs: number;
+  /** Polls sent, over all attempts. */
+  readonly polls: number;
+  /** Tasks submitted: 1 plus fresh resubmissions after an unsolvable answer. */
+  readonly attempts: number;
+  /** When the token stops being usable, where the type's lifetime is known. */
+  readonly expiresAt: number | null;
+  /** Whether the answer may still be used at `now`: no older than `maxAgeMs`, not expired. */
+  isFresh(maxAgeMs: number | bigint, now?: number | bigint): boolean;
+  /** The engine's client JSON: `{answer, user_agent, task_id, submitted_at, solved_at, elapsed_ms, polls, attempts, expires_at}`. */
+  toJSON(): { [key: string]: JsonValue };
+}
+
+export type FailureOrigin = 'input' | 'service' | 'no_answer';
+
+/** A solve that ended without an answer, or was refused before anything was sent. */
+export declare class CaptchaAIError extends Error {
+  /** The raw API code (`ERROR_ZERO_BALANCE`, ...) or an engine code (`INVALID_TASK`, `INVALID_CONFIG`, `INVALID_KEY`, `TRANSPORT_ERROR`, `UNEXPECTED_REPLY`, `DEADLINE_EXCEEDED`). */
+  readonly code: string;
+  /** `input`: refused before sending (fix the task); `service`: CaptchaAI's answer; `no_answer`: transport, unreadable replies, deadline. */
+  readonly origin: FailureOrigin;
+  /** The CaptchaAI task id, once one was assigned. */
+  readonly taskId: string | null;
+  /** The task or config field at fault, for validation failures. */
+  readonly field: string | null;
+  /** Seconds after which retrying may help, when the engine gives a hint. */
+  readonly retryAfter: number | null;
+}
+/** Fix the key, plan, account or task first; retrying unchanged cannot help. */
+export declare class PermanentError extends CaptchaAIError {}
+/** Worth trying again later (after `retryAfter` seconds when given). */
+export declare class TransientError extends CaptchaAIError {}
+/** The service gave up on the captcha; a fresh task may succeed. */
+export declare class UnsolvableError extends CaptchaAIError {}
+
+/** A snapshot that cannot be resumed. */
+export declare class SnapshotError extends Error {
+  readonly kind: 'malformed' | 'truncated' | 'foreign' | 'unsupported_version' | 'invalid' | 'invalid_key';
+}
+
+/** The engine reported that this package broke the driving contract (a bug here). */
+export declare class EngineMisuseError extends Error {
+  readonly kind: 'time_went_backwards' | 'unknown_request' | 'stale_response' | 'not_due';
+}
+
+/** A solve created in the engine and not finished yet. */
+export declare class PendingSolve implements Disposable {
+  private constructor();
+  /** The whole in-flight state as versioned JSON, without the key (it does hold the task). */
+  snapshot(): string;
+  /** The CaptchaAI task id, once a submit was accepted. */
+  readonly taskId: string | null;
+  /** When the deadline passes (epoch ms). */
+  readonly deadline: number | null;
+  /** Whether the solve can still run. */
+  readonly open: boolean;
+  /** Frees the solve in the engine (`run` does this when it ends). */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface RunOptions {
+  /** Awaited after each result that leaves the solve in flight; `resume(snapshot)` continues from it. */
+  onCheckpoint?: (snapshot: string) => void | Promise<void>;
+  /** Stops the run (rejecting with the signal's reason); the solve is closed. */
+  signal?: AbortSignal;
+}
+
+export interface ThreadsInfo {
+  /** The plan's thread cap. */
+  threads: number;
+  /** Threads busy right now (by any client of the key). */
+  workingThreads: number;
+  /** `threads - workingThreads`, never negative. */
+  free: number;
+}
+
+/** Drives solves with fetch; every decision is the engine's. */
+export declare class Solver {
+  /**
+   * @param apiKey the CaptchaAI key (checked by the engine now; never in errors, snapshots or inspect output)
+   * @throws PermanentError for a malformed key; TypeError for values of the wrong type
+   */
+  constructor(apiKey: string, config?: Config, options?: SolverOptions);
+  /** Solves a task to the end. @throws CaptchaAIError (a subclass per failure class) */
+  solve(task: Task | string, options?: RunOptions): Promise<Solution>;
+  /** Validates the task in the engine and creates its solve; nothing is sent. @throws PermanentError */
+  start(task: Task | string): PendingSolve;
+  /** Continues a solve from a snapshot. @throws SnapshotError */
+  resume(snapshot: string): PendingSolve;
+  /** Drives a pending solve to its end under the thread budget; closes it when done. */
+  run(pending: PendingSolve, options?: RunOptions): Promise<Solution>;
+  /** The plan's threads. */
+  threadsInfo(options?: { signal?: AbortSignal }): Promise<ThreadsInfo>;
+  /** The account balance. */
+  balance(options?: { signal?: AbortSignal }): Promise<number>;
+  /** The thread budget's state, or null without one. */
+  budget(): { capacity: number; running: number; queued: number } | null;
+}
