@@ -24,9 +24,12 @@ use subtle::ConstantTimeEq;
 
 use crate::drive::{self, Progress, now_ms};
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
-use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
-use crate::store::{Acquired, Finished, Record, Records};
-use crate::upstream;
+use crate::kv::{Kv, Swapped};
+use crate::settings::{
+    ABANDON_GRACE_MS, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, QUEUE_GRACE_MS, RESULT_RETENTION_MS, Settings,
+};
+use crate::store::{self, Lease, SolveRecord, StoredResult};
+use crate::{budget, metrics, sweep};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -38,6 +41,8 @@ struct Reject {
     message: String,
     field: Option<String>,
     retry_after_s: Option<u64>,
+    /// `Allow` on 405.
+    allow: Option<&'static str>,
 }
 
 impl Reject {
@@ -49,6 +54,7 @@ impl Reject {
             message: message.into(),
             field: None,
             retry_after_s: None,
+            allow: None,
         }
     }
 
@@ -83,6 +89,7 @@ impl Reject {
             message: failure.message,
             field: failure.field,
             retry_after_s: failure.retry_after_ms.map(|ms| ms.div_ceil(1_000)),
+            allow: None,
         }
     }
 
@@ -104,8 +111,13 @@ impl Reject {
     }
 
     fn into_response(self, id: Option<&str>) -> Response {
+        let allow = self.allow;
         let (status, body) = self.render(id);
-        error_response(status, &body)
+        let mut response = error_response(status, &body);
+        if let Some(allow) = allow {
+            response.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static(allow));
+        }
+        response
     }
 }
 
@@ -156,6 +168,7 @@ type Routed = Result<(Response, Option<String>), (Reject, Option<String>)>;
 fn route_name(path: &str) -> &'static str {
     match path {
         "/healthz" => "/healthz",
+        "/metrics" => "/metrics",
         "/v1/solve" => "/v1/solve",
         "/v1/threads" => "/v1/threads",
         p if p.starts_with("/v1/solve/") => "/v1/solve/{id}",
@@ -163,47 +176,74 @@ fn route_name(path: &str) -> &'static str {
     }
 }
 
+/// 405 with the methods the route takes in `Allow`.
+fn wrong_method(allow: &'static str) -> Routed {
+    let mut reject = Reject::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "method not allowed here");
+    reject.allow = Some(allow);
+    Err((reject, None))
+}
+
 async fn route(request: Request) -> Routed {
     let path = request.uri().path().to_owned();
-    let wrong_method =
-        || Err((Reject::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "method not allowed here"), None));
+    let method = request.method().clone();
     if path == "/healthz" {
-        return match *request.method() {
-            Method::GET => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
-            _ => wrong_method(),
+        return match method {
+            Method::GET | Method::HEAD => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
+            _ => wrong_method("GET, HEAD"),
         };
     }
-    if !path.starts_with("/v1/") {
+    if path != "/metrics" && !path.starts_with("/v1/") {
         return Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route"), None));
     }
     let settings = Settings::load().await.map_err(|e| (Reject::internal(e), None))?;
-    authenticate(&request, &settings).map_err(|r| (r, None))?;
+    if path == "/metrics" {
+        authenticate(&request, settings.metrics_token.as_slice().iter().chain(settings.metrics_token.is_none().then_some(&settings.client_tokens).into_iter().flatten())).map_err(|r| (r, None))?;
+        return match method {
+            Method::GET | Method::HEAD => metrics_page(&settings).await.map(|r| (r, None)).map_err(|r| (r, None)),
+            _ => wrong_method("GET, HEAD"),
+        };
+    }
+    authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
     let wait = wait_seconds(request.uri().query()).map_err(|r| (r, None))?;
-    match (request.method().clone(), path.as_str()) {
-        (Method::POST, "/v1/solve") => start(request, &settings, wait).await,
-        (_, "/v1/solve") => wrong_method(),
-        (Method::GET, "/v1/threads") => threads(&settings).await.map(|r| (r, None)).map_err(|r| (r, None)),
-        (_, "/v1/threads") => wrong_method(),
-        (Method::GET, p) if p.starts_with("/v1/solve/") => {
+    let kv = Kv::open().map_err(|e| (Reject::internal(e), None))?;
+    // A bounded sweep of what expired, on every authenticated request.
+    if let Err(e) = sweep::run(&kv) {
+        eprintln!("edge: sweep: {e:#}");
+    }
+    match (method, path.as_str()) {
+        (Method::POST, "/v1/solve") => start(request, &kv, &settings, wait).await,
+        (_, "/v1/solve") => wrong_method("POST"),
+        (Method::GET | Method::HEAD, "/v1/threads") => {
+            threads(&kv, &settings).await.map(|r| (r, None)).map_err(|r| (r, None))
+        }
+        (_, "/v1/threads") => wrong_method("GET, HEAD"),
+        (method, p) if p.starts_with("/v1/solve/") => {
             let id = &p["/v1/solve/".len()..];
             if !valid_id(id) {
                 return Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve"), None));
             }
-            resume(id, &settings, wait).await
+            match method {
+                Method::GET | Method::HEAD => resume(id, &kv, &settings, wait).await,
+                Method::DELETE => delete(id, &kv),
+                _ => wrong_method("GET, HEAD, DELETE"),
+            }
         }
-        (_, p) if p.starts_with("/v1/solve/") => wrong_method(),
         _ => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route"), None)),
     }
 }
 
-/// Checks `Authorization: Bearer <token>` against every configured token in constant time.
-fn authenticate(request: &Request, settings: &Settings) -> Result<(), Reject> {
+/// Checks `Authorization: Bearer <token>` (the scheme in any case, RFC 9110) against every
+/// accepted token in constant time.
+fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<(), Reject> {
     let unauthorized =
         || Reject::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "a valid `Authorization: Bearer <token>` is required");
-    let header = request.headers().get(http::header::AUTHORIZATION).ok_or_else(unauthorized)?;
-    let presented = header.as_bytes().strip_prefix(b"Bearer ").ok_or_else(unauthorized)?;
+    let header = request.headers().get(http::header::AUTHORIZATION).ok_or_else(unauthorized)?.as_bytes();
+    let (scheme, presented) = header.split_at_checked(7).ok_or_else(unauthorized)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return Err(unauthorized());
+    }
     let mut matched = subtle::Choice::from(0);
-    for token in &settings.client_tokens {
+    for token in accepted {
         matched |= token.as_bytes().ct_eq(presented);
     }
     if bool::from(matched) && !presented.is_empty() { Ok(()) } else { Err(unauthorized()) }
@@ -232,15 +272,28 @@ fn valid_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-fn new_id() -> anyhow::Result<String> {
+/// 128 random bits as 32 lowercase hex characters (solve ids, lease holders, record revisions).
+pub fn new_id() -> anyhow::Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("randomness: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// `POST /v1/solve`: validates the task (nothing is sent for a bad one), starts the solve and
-/// drives it for up to `wait` seconds.
-async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
+pub fn random_u64() -> anyhow::Result<u64> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("randomness: {e}"))?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// The lease a request takes for a wait ending at `wait_until`: its last upstream request
+/// starts by then and ends within the upstream timeout.
+fn lease_until(settings: &Settings, wait_until: u64) -> u64 {
+    wait_until + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
+}
+
+/// `POST /v1/solve`: validates the task (nothing is sent for a bad one), stores it once
+/// (`snapshot-base`) and drives the solve for up to `wait` seconds.
+async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let too_large = || {
         (
             Reject::new(
@@ -266,90 +319,260 @@ async fn start(request: Request, settings: &Settings, wait: u64) -> Routed {
     let task = std::str::from_utf8(&body)
         .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
-    let solve =
-        Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| (Reject::from_failure(f), None))?;
+    let solve = Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| {
+        metrics::failed(kv, f.class, f.origin);
+        (Reject::from_failure(f), None)
+    })?;
     let id = new_id().map_err(|e| (Reject::internal(e), None))?;
-    let records = Records::open().await.map_err(|e| (Reject::internal(e), Some(id.clone())))?;
-    let holder = new_id().map_err(|e| (Reject::internal(e), Some(id.clone())))?;
+    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.clone()));
+    let holder = new_id().map_err(internal)?;
     let wait_until = now + wait * 1_000;
-    let lease =
-        crate::store::Lease { holder: holder.clone(), until: wait_until + settings.upstream_timeout_ms + 1_000 };
-    records
-        .put(&id, &Record { snapshot: solve.snapshot(), lease: Some(lease) })
-        .await
-        .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
-    let progress = drive::run(&solve, wait_until, || records.still_holds(&id, &holder))
-        .await
-        .map_err(|e| (Reject::internal(e), Some(id.clone())))?;
-    settle(&records, &id, progress).await
+    let lease_until = lease_until(settings, wait_until);
+    let record = SolveRecord {
+        exp: lease_until + QUEUE_GRACE_MS,
+        state: Some(solve.snapshot_state()),
+        lease: Some(Lease { holder: holder.clone(), until: lease_until }),
+        slot: None,
+        slot_exp: 0,
+        result: None,
+        rev: holder.clone(),
+    };
+    let held = store::create(kv, &id, solve.snapshot_base(), &record).map_err(internal)?;
+    sweep::enqueue(kv, &id, record.exp).map_err(internal)?;
+    advance(kv, settings, &id, held, Some(solve), wait_until).await
 }
 
-/// `GET /v1/solve/{id}`: continues the solve from its snapshot for up to `wait` seconds. Unknown
-/// ids never touch the upstream.
-async fn resume(id: &str, settings: &Settings, wait: u64) -> Routed {
+/// `GET /v1/solve/{id}`: a finished solve's response again (until it expires), or the solve
+/// continued from its state for up to `wait` seconds. Unknown ids never touch the upstream.
+async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let owned = Some(id.to_owned());
-    let records = Records::open().await.map_err(|e| (Reject::internal(e), owned.clone()))?;
-    let holder = new_id().map_err(|e| (Reject::internal(e), owned.clone()))?;
+    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
+    let holder = new_id().map_err(internal)?;
     let wait_until = now_ms() + wait * 1_000;
     loop {
         let now = now_ms();
-        let lease_until = wait_until + settings.upstream_timeout_ms + 1_000;
-        match records.acquire(id, &holder, now, lease_until).await.map_err(|e| (Reject::internal(e), owned.clone()))? {
-            Acquired::Held(record) => {
-                let solve = Solve::restore(&record.snapshot, &settings.api_key)
-                    .map_err(|e| (Reject::internal(anyhow::anyhow!("restoring solve {id}: {e:?}")), owned.clone()))?;
-                let progress = drive::run(&solve, wait_until, || records.still_holds(id, &holder))
-                    .await
-                    .map_err(|e| (Reject::internal(e), owned.clone()))?;
-                return settle(&records, id, progress).await;
-            }
-            Acquired::Missing => {
-                return match records.finished(id).await.map_err(|e| (Reject::internal(e), owned.clone()))? {
-                    Some(Finished::Delivered) => Err((
-                        Reject::new(
-                            StatusCode::GONE,
-                            "ALREADY_DELIVERED",
-                            "this solve's token was already handed out; tokens are single-use",
-                        ),
-                        owned,
-                    )),
-                    Some(Finished::Failed { status, body }) => {
-                        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                        Ok((error_response(status, &body), owned))
-                    }
-                    None => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve"), owned)),
-                };
-            }
-            // Another request is driving this solve: wait for it within our own wait.
-            Acquired::Busy if now + 250 <= wait_until => {
-                spin_sdk::time::sleep(std::time::Duration::from_millis(250)).await
-            }
-            Acquired::Busy => return Ok((pending(id, 1_000), owned)),
+        let Some(mut loaded) = store::load(kv, id).map_err(internal)? else { return Err(not_found(owned)) };
+        if loaded.record.exp <= now {
+            sweep::expire(kv, id, &loaded.record).map_err(internal)?;
+            return Err(not_found(owned));
         }
+        if let Some(result) = &loaded.record.result {
+            let status = StatusCode::from_u16(result.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let response =
+                if status.is_success() { json_response(status, &result.body) } else { error_response(status, &result.body) };
+            return Ok((response, owned));
+        }
+        let busy = loaded.record.lease.as_ref().is_some_and(|l| l.until > now);
+        if !busy {
+            let lease_until = lease_until(settings, wait_until);
+            let mut next = loaded.record.clone();
+            next.lease = Some(Lease { holder: holder.clone(), until: lease_until });
+            next.exp = next.exp.max(lease_until + QUEUE_GRACE_MS);
+            if let Swapped::Yes = store::swap(kv, id, &mut loaded, next).map_err(internal)? {
+                return advance(kv, settings, id, loaded, None, wait_until).await;
+            }
+            continue;
+        }
+        // Another request is driving this solve: wait for it within our own wait.
+        if now + 250 > wait_until {
+            return Ok((pending(id, 1_000), owned));
+        }
+        spin_sdk::time::sleep(std::time::Duration::from_millis(250)).await;
     }
 }
 
-/// Answers from a solve's progress and updates its record.
-async fn settle(records: &Records, id: &str, progress: Progress) -> Routed {
+fn not_found(id: Option<String>) -> (Reject, Option<String>) {
+    (Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve (never created, deleted, or expired)"), id)
+}
+
+/// `DELETE /v1/solve/{id}`: removes the solve and its stored response. A solve still in
+/// flight keeps its thread slot until the slot expires (its CaptchaAI task may still hold a
+/// thread); a driver still running loses its next checkpoint and stops.
+fn delete(id: &str, kv: &Kv) -> Routed {
     let owned = Some(id.to_owned());
     let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
-    match progress {
-        Progress::Pending { snapshot, retry_after_ms } => {
-            records.put(id, &Record { snapshot, lease: None }).await.map_err(internal)?;
-            Ok((pending(id, retry_after_ms), owned))
+    let Some(loaded) = store::load(kv, id).map_err(internal)? else { return Err(not_found(owned)) };
+    store::remove(kv, id).map_err(internal)?;
+    if loaded.record.result.is_some()
+        && let Some(n) = loaded.record.slot
+    {
+        budget::release(kv, n, id).map_err(internal)?;
+    }
+    Ok((json_response(StatusCode::OK, &json!({"id": id, "status": "deleted"})), owned))
+}
+
+/// Drives a solve whose lease `held` holds: takes a thread slot first (or answers 202 while
+/// the plan is full), then runs the engine, checkpointing each result, and stores the outcome.
+async fn advance(
+    kv: &Kv,
+    settings: &Settings,
+    id: &str,
+    mut held: store::Loaded,
+    solve: Option<Solve>,
+    wait_until: u64,
+) -> Routed {
+    let owned = Some(id.to_owned());
+    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
+    let lease_until = held.record.lease.as_ref().map_or(0, |l| l.until);
+    // 1. A thread slot, unless the solve holds one still.
+    if let Some(n) = held.record.slot {
+        let exp = held.record.slot_exp.max(lease_until);
+        if !budget::renew(kv, n, id, exp).map_err(internal)? {
+            let mut next = held.record.clone();
+            next.slot = None;
+            next.slot_exp = 0;
+            if let Swapped::Conflict = store::swap(kv, id, &mut held, next).map_err(internal)? {
+                return Ok((pending(id, 1_000), owned));
+            }
+        }
+    }
+    if held.record.slot.is_none() {
+        let capacity = match budget::plan_threads(kv, settings).await.map_err(internal)? {
+            Ok(threads) => threads,
+            Err(failure) => {
+                release_lease(kv, id, &mut held).map_err(internal)?;
+                return Err((Reject::from_failure(failure), owned));
+            }
+        };
+        // A plan of no threads leaves nothing to share: the engine's own failure answers.
+        if capacity > 0 {
+            loop {
+                if let Some(n) = budget::acquire(kv, id, capacity, lease_until).map_err(internal)? {
+                    let mut next = held.record.clone();
+                    next.slot = Some(n);
+                    next.slot_exp = lease_until;
+                    if let Swapped::Conflict = store::swap(kv, id, &mut held, next).map_err(internal)? {
+                        budget::release(kv, n, id).map_err(internal)?;
+                        return Ok((pending(id, 1_000), owned));
+                    }
+                    break;
+                }
+                if now_ms() + QUEUE_POLL_MS > wait_until {
+                    release_lease(kv, id, &mut held).map_err(internal)?;
+                    return Ok((pending(id, QUEUE_POLL_MS * 2), owned));
+                }
+                spin_sdk::time::sleep(std::time::Duration::from_millis(QUEUE_POLL_MS)).await;
+            }
+        }
+    }
+    // 2. The engine, from the stored base and state unless this request created it.
+    let solve = match solve {
+        Some(solve) => solve,
+        None => {
+            let base = store::base(kv, id)
+                .map_err(internal)?
+                .ok_or_else(|| internal(anyhow::anyhow!("solve {id} has no stored base")))?;
+            let state = held.record.state.clone().unwrap_or_default();
+            Solve::restore_parts(&base, &state, &settings.api_key)
+                .map_err(|e| internal(anyhow::anyhow!("restoring solve {id}: {e:?}")))?
+        }
+    };
+    let timeout = settings.upstream_timeout_ms;
+    let mut lost_on_slot = false;
+    let progress = drive::run(&solve, wait_until, lease_until, kv, |solve| {
+        let mut next = held.record.clone();
+        next.state = Some(solve.snapshot_state());
+        if let Some(deadline) = solve.deadline() {
+            // The solve is at CaptchaAI now: keep it (and its thread slot) until its task can
+            // no longer hold a thread, plus a grace to collect the outcome.
+            let slot_exp = deadline + timeout + drive::LEASE_MARGIN_MS;
+            next.exp = next.exp.max(slot_exp + ABANDON_GRACE_MS);
+            if let Some(n) = next.slot
+                && next.slot_exp < slot_exp
+            {
+                if !budget::renew(kv, n, id, slot_exp)? {
+                    lost_on_slot = true;
+                }
+                next.slot_exp = slot_exp;
+            }
+        }
+        // The sweep queue's entry re-reads the record's `exp`, so a later expiry needs no entry.
+        Ok(matches!(store::swap(kv, id, &mut held, next)?, Swapped::Yes))
+    })
+    .await
+    .map_err(internal)?;
+    if lost_on_slot {
+        eprintln!("edge: solve {id} lost its thread slot while in flight");
+    }
+    settle(kv, id, held, &solve, progress)
+}
+
+/// How often a request waiting for a thread slot tries again, ms.
+const QUEUE_POLL_MS: u64 = 500;
+
+/// Ends this request's lease, keeping the solve's state.
+fn release_lease(kv: &Kv, id: &str, held: &mut store::Loaded) -> anyhow::Result<()> {
+    let mut next = held.record.clone();
+    next.lease = None;
+    store::swap(kv, id, held, next).map(drop)
+}
+
+/// Answers from a solve's progress and stores it: the state for a pending solve; for a
+/// finished one the response itself (repeated by later `GET`s until it expires), the task and
+/// thread slot given back.
+fn settle(kv: &Kv, id: &str, mut held: store::Loaded, solve: &Solve, progress: Progress) -> Routed {
+    let owned = Some(id.to_owned());
+    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
+    let now = now_ms();
+    let (status, body) = match progress {
+        Progress::Lost => return Ok((pending(id, 1_000), owned)),
+        Progress::Pending { retry_after_ms } => {
+            let mut next = held.record.clone();
+            next.state = Some(solve.snapshot_state());
+            next.lease = None;
+            store::swap(kv, id, &mut held, next).map_err(internal)?;
+            return Ok((pending(id, retry_after_ms), owned));
         }
         Progress::Solved(solution) => {
             let body = solution_body(id, &solution).map_err(internal)?;
-            records.finish(id, now_ms(), None).await.map_err(internal)?;
-            Ok((json_response(StatusCode::OK, &body), owned))
+            let keep_until = solution.solved_at + RESULT_RETENTION_MS;
+            let exp = solution.expires_at.map_or(keep_until, |expires| expires.min(keep_until));
+            if let Swapped::Yes = finish(kv, id, &mut held, StatusCode::OK, &body, exp).map_err(internal)? {
+                metrics::solved(kv, solution.elapsed_ms);
+            }
+            (StatusCode::OK, body)
         }
         Progress::Failed(failure) => {
-            // Kept as rendered, so later calls for this id repeat exactly this response.
+            let (class, origin) = (failure.class, failure.origin);
             let (status, body) = Reject::from_failure(failure).render(Some(id));
-            records.finish(id, now_ms(), Some((status.as_u16(), body.clone()))).await.map_err(internal)?;
-            Ok((error_response(status, &body), owned))
+            let exp = now + RESULT_RETENTION_MS;
+            if let Swapped::Yes = finish(kv, id, &mut held, status, &body, exp).map_err(internal)? {
+                metrics::failed(kv, class, origin);
+            }
+            (status, body)
+        }
+    };
+    let response = if status.is_success() { json_response(status, &body) } else { error_response(status, &body) };
+    Ok((response, owned))
+}
+
+/// Stores a finished solve's response until `exp` and gives back the task and the slot.
+fn finish(
+    kv: &Kv,
+    id: &str,
+    held: &mut store::Loaded,
+    status: StatusCode,
+    body: &Value,
+    exp: u64,
+) -> anyhow::Result<Swapped> {
+    let slot = held.record.slot;
+    let next = SolveRecord {
+        exp,
+        state: None,
+        lease: None,
+        slot: None,
+        slot_exp: 0,
+        result: Some(StoredResult { status: status.as_u16(), body: body.clone() }),
+        rev: String::new(),
+    };
+    let swapped = store::swap(kv, id, held, next)?;
+    if let Swapped::Yes = swapped {
+        store::drop_base(kv, id)?;
+        if let Some(n) = slot {
+            budget::release(kv, n, id)?;
         }
     }
+    Ok(swapped)
 }
 
 fn pending(id: &str, retry_after_ms: u64) -> Response {
@@ -375,14 +598,24 @@ fn solution_body(id: &str, solution: &Solution) -> anyhow::Result<Value> {
 
 /// `GET /v1/threads`: the plan's threads through the engine's account calls; a transport error
 /// is the engine's failure like any other.
-async fn threads(settings: &Settings) -> Result<Response, Reject> {
-    let request =
-        engine::account::threads_info_request(&settings.api_key, &settings.config).map_err(Reject::from_failure)?;
-    drive::sleep_until(request.at).await;
-    let reply = upstream::send(&request).await;
-    let info = engine::account::parse_threads_info(&reply).map_err(Reject::from_failure)?;
+async fn threads(kv: &Kv, settings: &Settings) -> Result<Response, Reject> {
+    let info = budget::threads_info(kv, settings).await.map_err(Reject::internal)?.map_err(Reject::from_failure)?;
     Ok(json_response(
         StatusCode::OK,
         &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free}),
     ))
+}
+
+/// `GET /metrics`: Prometheus text (see `crate::metrics`).
+async fn metrics_page(settings: &Settings) -> Result<Response, Reject> {
+    let kv = Kv::open().map_err(Reject::internal)?;
+    let plan = budget::plan_threads(&kv, settings).await.map_err(Reject::internal)?.ok();
+    let busy = budget::busy(&kv, plan.unwrap_or(0)).map_err(Reject::internal)?;
+    let text = metrics::render(&kv, busy, plan).map_err(Reject::internal)?;
+    let mut response = http::Response::new(FullBody::new(Bytes::from(text)));
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
 }

@@ -2,18 +2,24 @@
 //! what to send and when (each request's `at`), what a reply means, when to give up.
 
 use crate::engine::{Failure, HttpResponse, Output, Solution, Solve};
+use crate::kv::Kv;
+use crate::metrics;
 use crate::upstream;
 
 /// Where a solve stands when the request has to answer.
 pub enum Progress {
     Solved(Solution),
     Failed(Failure),
-    /// Still in flight: keep `snapshot` and ask the client to come back in `retry_after_ms`.
-    Pending {
-        snapshot: String,
-        retry_after_ms: u64,
-    },
+    /// Still in flight (its state as of `snapshot-state` now): ask the client to come back in
+    /// `retry_after_ms`.
+    Pending { retry_after_ms: u64 },
+    /// A checkpoint found the record changed: the solve was deleted or taken over by another
+    /// driver after this one's lease; this driver stops.
+    Lost,
 }
+
+/// Margin kept between the end of an upstream request and the end of the lease, ms.
+pub const LEASE_MARGIN_MS: u64 = 1_000;
 
 /// The time, epoch ms.
 pub fn now_ms() -> u64 {
@@ -37,17 +43,21 @@ fn misuse(m: crate::engine::Misuse) -> anyhow::Error {
 
 /// Runs `solve` until it ends, or until its next request is due after `wait_until` (epoch ms).
 /// An upstream request only starts by `wait_until` (the first one that is due may always start,
-/// so even `wait=0` makes progress), so the caller answers by `wait_until` + the upstream
-/// timeout. `may_send` is asked before every upstream request (the lease check); if it says no,
-/// the solve is left as it was before that request.
+/// so even `wait=0` makes progress) and only if it ends, timeout included, before
+/// `lease_until`, the end of this driver's lease: so the caller answers by `wait_until` + the
+/// upstream timeout, and no other driver can take the solve while a request is out.
 ///
-/// The engine's state does not change between handing out a request and being given its reply,
-/// so the snapshot kept for a pending answer is taken before anything is sent.
-pub async fn run<F, Fut>(solve: &Solve, wait_until: u64, mut may_send: F) -> anyhow::Result<Progress>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<bool>>,
-{
+/// After every result that does not end the solve, `checkpoint` stores the engine's
+/// `snapshot-state`; if it reports the lease lost, the run stops. The engine's state does not
+/// change between handing out a request and being given its reply, so the state a pending
+/// answer keeps is the one before anything was sent.
+pub async fn run(
+    solve: &Solve,
+    wait_until: u64,
+    lease_until: u64,
+    kv: &Kv,
+    mut checkpoint: impl FnMut(&Solve) -> anyhow::Result<bool>,
+) -> anyhow::Result<Progress> {
     let mut sent = false;
     let mut output = solve.poll_output(now_ms()).map_err(misuse)?;
     loop {
@@ -58,19 +68,23 @@ where
         };
         let now = now_ms();
         if request.at > wait_until || (sent && now >= wait_until) {
-            let retry_after_ms = request.at.saturating_sub(now);
-            return Ok(Progress::Pending { snapshot: solve.snapshot(), retry_after_ms });
+            return Ok(Progress::Pending { retry_after_ms: request.at.saturating_sub(now) });
         }
         sleep_until(request.at).await;
-        if !may_send().await? {
-            return Ok(Progress::Pending { snapshot: solve.snapshot(), retry_after_ms: 1_000 });
+        if now_ms() + request.timeout_ms + LEASE_MARGIN_MS > lease_until {
+            return Ok(Progress::Pending { retry_after_ms: 1_000 });
         }
         sent = true;
-        output = match upstream::send(&request).await {
+        let reply = upstream::send(&request).await;
+        metrics::upstream(kv, request.kind, reply.is_ok());
+        output = match reply {
             Ok(reply) => solve.handle_response(now_ms(), request.id, &reply),
             Err(error) => solve.handle_transport_error(now_ms(), request.id, error),
         }
         .map_err(misuse)?;
+        if matches!(output, Output::Send(_)) && !checkpoint(solve)? {
+            return Ok(Progress::Lost);
+        }
     }
 }
 

@@ -16,9 +16,13 @@
 //! - `GET /healthz`: liveness, no auth.
 
 mod api;
+mod budget;
 mod drive;
+mod kv;
+mod metrics;
 mod settings;
 mod store;
+mod sweep;
 mod upstream;
 
 /// The engine component's interfaces, imported through WIT (`wit/edge.wit` on `../wit`).
@@ -32,6 +36,11 @@ mod engine {
     pub use captchaai::engine::account;
     pub use captchaai::engine::engine::{Solve, solution_json};
     pub use captchaai::engine::types::*;
+
+    /// `wasi:keyvalue` 0.2.0-draft2 (store, atomics): see `crate::kv`.
+    pub mod kv {
+        pub use super::wasi::keyvalue::{atomics, store};
+    }
 }
 
 use spin_sdk::http::Request;

@@ -10,6 +10,16 @@ pub const DEFAULT_WAIT_S: u64 = 4;
 pub const MAX_WAIT_S: u64 = 25;
 /// The largest request body accepted (an image task is at most ~1.4 MB of base64).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// How long a solve that has not reached CaptchaAI yet (queued for a thread, or its first
+/// submit not answered) is kept after its last driver's lease ends, ms: a client that does
+/// not come back within this abandons it.
+pub const QUEUE_GRACE_MS: u64 = 60_000;
+/// How long a solve in flight is kept after its deadline plus one request timeout (when its
+/// CaptchaAI task can no longer hold a thread), for a client to collect the outcome, ms.
+pub const ABANDON_GRACE_MS: u64 = 60_000;
+/// How long a finished solve's response is kept for `GET` to repeat it, ms, when the engine
+/// gives no earlier expiry (a token's `expires_at` ends it sooner). `DELETE` ends it at once.
+pub const RESULT_RETENTION_MS: u64 = 600_000;
 /// Upstream request timeout, ms, unless the `upstream_timeout_ms` variable says otherwise.
 const DEFAULT_UPSTREAM_TIMEOUT_MS: u64 = 5_000;
 
@@ -21,6 +31,8 @@ pub struct Settings {
     pub api_key: String,
     /// Client access tokens (secret), from the comma-separated `client_tokens` variable.
     pub client_tokens: Vec<String>,
+    /// The token for `GET /metrics` (secret); when unset, any client token is accepted there.
+    pub metrics_token: Option<String>,
     /// The engine config for every solve: base URL and upstream timeout (the rest are the
     /// engine's defaults).
     pub config: Config,
@@ -41,6 +53,8 @@ impl Settings {
             .ok()
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS);
+        let metrics_token =
+            var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
         let config = Config {
             base_url,
             request_timeout_ms: Some(upstream_timeout_ms),
@@ -53,6 +67,6 @@ impl Settings {
             jitter_seed: None,
             max_jitter_ms: None,
         };
-        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, config })
+        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, metrics_token, config })
     }
 }

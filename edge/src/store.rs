@@ -1,124 +1,114 @@
-//! Solve records in Spin's default key-value store.
+//! Solve records (key layout and semantics in `edge/KV-CONTRACT.md`).
 //!
-//! - `solve/{id}`: `{"snapshot": <engine snapshot>, "lease": {"holder", "until"} | null}` for a
-//!   solve in flight. The snapshot never holds the CaptchaAI key.
-//! - `done/{id}`: `{"at": ms, "error": {"status": u16, "body": <error JSON>} | null}` once the
-//!   outcome was handed out: a failure is kept as the error response it was rendered as (no
-//!   secrets in it), so later calls repeat it exactly; a solved token itself is never stored.
+//! - `solve/{id}/base`: the engine's `snapshot-base` (the task, an image included), written
+//!   once per solve and deleted when it finishes.
+//! - `solve/{id}`: the solve record: the engine's `snapshot-state` (a few hundred bytes) after
+//!   each result, the lease, the thread slot, and once finished the response to repeat. It is
+//!   created once with a plain `set` under a fresh random id and from then on changed only by
+//!   compare-and-swap against the exact bytes last seen, so two instances never both drive a
+//!   solve: whoever swaps in its lease drives, and a driver whose checkpoint fails to swap has
+//!   lost the solve (deleted, or taken over after its lease ran out) and stops.
 //!
-//! Spin's key-value interface has no compare-and-swap, so a request takes a lease by writing it
-//! and reading it back, and checks it again before every upstream request: two requests racing
-//! for one id almost never both drive it, and never for more than one upstream request.
+//! Every value carries `exp` (epoch ms): wasi:keyvalue has no TTL, so expired records are
+//! removed when met and by the bounded sweep (`crate::sweep`).
 
-use serde_json::{Value, json};
-use spin_sdk::key_value::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// A solve in flight.
-pub struct Record {
-    pub snapshot: String,
-    pub lease: Option<Lease>,
-}
+use crate::kv::{Kv, Swapped};
 
-/// Who is driving a solve, until when (epoch ms).
-#[derive(Clone, PartialEq, Eq)]
+/// Who drives a solve, until when (epoch ms). Nobody else may take it before `until`, and the
+/// holder starts no upstream request that could end after it.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Lease {
     pub holder: String,
     pub until: u64,
 }
 
-/// What happened to a finished solve.
-pub enum Finished {
-    /// The solution was handed out.
-    Delivered,
-    /// It failed with this error response (HTTP status and JSON body), to be repeated.
-    Failed { status: u16, body: Value },
+/// A finished solve's response, repeated to every later `GET` until `exp`.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct StoredResult {
+    pub status: u16,
+    pub body: Value,
 }
 
-pub struct Records {
-    store: Store,
+/// The record at `solve/{id}`.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SolveRecord {
+    /// When the record may be removed (epoch ms).
+    pub exp: u64,
+    /// The engine's `snapshot-state` while the solve is in flight.
+    pub state: Option<String>,
+    pub lease: Option<Lease>,
+    /// The thread slot (`threads/slot/{n}`) the solve holds, once admitted.
+    pub slot: Option<u64>,
+    /// When the slot expires (epoch ms).
+    pub slot_exp: u64,
+    pub result: Option<StoredResult>,
+    /// A random value per write: makes every written value unique to its writer (see
+    /// `Cas::swap`).
+    pub rev: String,
 }
 
-fn solve_key(id: &str) -> String {
+#[derive(Serialize, Deserialize)]
+struct Base {
+    exp: u64,
+    base: String,
+}
+
+pub fn record_key(id: &str) -> String {
     format!("solve/{id}")
 }
 
-fn done_key(id: &str) -> String {
-    format!("done/{id}")
+fn base_key(id: &str) -> String {
+    format!("solve/{id}/base")
 }
 
-impl Records {
-    pub async fn open() -> anyhow::Result<Records> {
-        let store = Store::open_default().await.map_err(|e| anyhow::anyhow!("opening the key-value store: {e:?}"))?;
-        Ok(Records { store })
-    }
-
-    pub async fn get(&self, id: &str) -> anyhow::Result<Option<Record>> {
-        let Some(bytes) = self.store.get(solve_key(id)).await.map_err(kv)? else { return Ok(None) };
-        let value: Value = serde_json::from_slice(&bytes)?;
-        let snapshot = value["snapshot"].as_str().unwrap_or_default().to_owned();
-        let lease = value["lease"].as_object().map(|lease| Lease {
-            holder: lease.get("holder").and_then(Value::as_str).unwrap_or_default().to_owned(),
-            until: lease.get("until").and_then(Value::as_u64).unwrap_or(0),
-        });
-        Ok(Some(Record { snapshot, lease }))
-    }
-
-    pub async fn put(&self, id: &str, record: &Record) -> anyhow::Result<()> {
-        let lease = record.lease.as_ref().map(|l| json!({"holder": l.holder, "until": l.until}));
-        let value = json!({"snapshot": record.snapshot, "lease": lease});
-        self.store.set(solve_key(id), serde_json::to_vec(&value)?).await.map_err(kv)
-    }
-
-    /// Takes the lease on `id` for `holder` until `until`, unless someone else holds a live one.
-    /// Returns the record as it stands after taking it.
-    pub async fn acquire(&self, id: &str, holder: &str, now: u64, until: u64) -> anyhow::Result<Acquired> {
-        let Some(mut record) = self.get(id).await? else { return Ok(Acquired::Missing) };
-        if record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until > now) {
-            return Ok(Acquired::Busy);
-        }
-        record.lease = Some(Lease { holder: holder.to_owned(), until });
-        self.put(id, &record).await?;
-        match self.get(id).await? {
-            Some(check) if check.lease.as_ref().is_some_and(|l| l.holder == holder) => Ok(Acquired::Held(check)),
-            Some(_) => Ok(Acquired::Busy),
-            None => Ok(Acquired::Missing),
-        }
-    }
-
-    /// Whether `holder` still holds the lease on `id`.
-    pub async fn still_holds(&self, id: &str, holder: &str) -> anyhow::Result<bool> {
-        Ok(self.get(id).await?.is_some_and(|r| r.lease.is_some_and(|l| l.holder == holder)))
-    }
-
-    /// Records the outcome (`error`: the rendered error response of a failure, none for a
-    /// delivered solution) and drops the solve (and with it the snapshot).
-    pub async fn finish(&self, id: &str, now: u64, error: Option<(u16, Value)>) -> anyhow::Result<()> {
-        let error = error.map(|(status, body)| json!({"status": status, "body": body}));
-        let value = json!({"at": now, "error": error});
-        self.store.set(done_key(id), serde_json::to_vec(&value)?).await.map_err(kv)?;
-        self.store.delete(solve_key(id)).await.map_err(kv)
-    }
-
-    /// How a finished solve ended, if it did.
-    pub async fn finished(&self, id: &str) -> anyhow::Result<Option<Finished>> {
-        let Some(bytes) = self.store.get(done_key(id)).await.map_err(kv)? else { return Ok(None) };
-        let value: Value = serde_json::from_slice(&bytes)?;
-        Ok(Some(match (value["error"]["status"].as_u64(), value["error"].get("body")) {
-            (Some(status), Some(body)) => {
-                Finished::Failed { status: u16::try_from(status).unwrap_or(500), body: body.clone() }
-            }
-            _ => Finished::Delivered,
-        }))
-    }
+/// A solve record as read: its exact bytes (what a compare-and-swap must find) and contents.
+pub struct Loaded {
+    pub bytes: Vec<u8>,
+    pub record: SolveRecord,
 }
 
-/// The result of [`Records::acquire`].
-pub enum Acquired {
-    Held(Record),
-    Busy,
-    Missing,
+/// Creates a solve: the base once, then the record. The id is fresh and random, so nobody
+/// else writes these keys.
+pub fn create(kv: &Kv, id: &str, base: String, record: &SolveRecord) -> anyhow::Result<Loaded> {
+    kv.set_json(&base_key(id), &Base { exp: record.exp, base })?;
+    let bytes = serde_json::to_vec(record)?;
+    kv.set(&record_key(id), &bytes)?;
+    Ok(Loaded { bytes, record: record.clone() })
 }
 
-fn kv(e: spin_sdk::key_value::Error) -> anyhow::Error {
-    anyhow::anyhow!("key-value store: {e:?}")
+/// The record, if there is one (a value that does not parse counts as none).
+pub fn load(kv: &Kv, id: &str) -> anyhow::Result<Option<Loaded>> {
+    let Some(bytes) = kv.get(&record_key(id))? else { return Ok(None) };
+    Ok(serde_json::from_slice(&bytes).ok().map(|record| Loaded { bytes, record }))
+}
+
+/// The engine's `snapshot-base` of the solve.
+pub fn base(kv: &Kv, id: &str) -> anyhow::Result<Option<String>> {
+    Ok(kv.get_json::<Base>(&base_key(id))?.map(|b| b.base))
+}
+
+/// Replaces the record `current` by `next` if nobody changed it meanwhile; on success
+/// `current` becomes `next`.
+pub fn swap(kv: &Kv, id: &str, current: &mut Loaded, mut next: SolveRecord) -> anyhow::Result<Swapped> {
+    next.rev = crate::api::new_id()?;
+    let bytes = serde_json::to_vec(&next)?;
+    let swapped = kv.compare_and_swap(&record_key(id), &current.bytes, &bytes)?;
+    if matches!(swapped, Swapped::Yes) {
+        *current = Loaded { bytes, record: next };
+    }
+    Ok(swapped)
+}
+
+/// Drops the task (the base) once it is no longer needed.
+pub fn drop_base(kv: &Kv, id: &str) -> anyhow::Result<()> {
+    kv.delete(&base_key(id))
+}
+
+/// Removes everything of the solve.
+pub fn remove(kv: &Kv, id: &str) -> anyhow::Result<()> {
+    kv.delete(&record_key(id))?;
+    kv.delete(&base_key(id))
 }

@@ -1,0 +1,118 @@
+//! Counters kept with `wasi:keyvalue` `increment`, so they add up across instances, and
+//! `GET /metrics` in the Prometheus text format. Labels are the engine's enums only: never a
+//! key, token, answer, code text or id. Counting never fails a request (errors are logged).
+
+use std::fmt::Write as _;
+
+use crate::engine::{FailureClass, FailureOrigin, RequestKind};
+use crate::kv::Kv;
+
+/// Solve-time histogram bucket bounds, seconds.
+pub const SOLVE_SECONDS_BUCKETS: &[u64] = &[5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300];
+
+const CLASSES: &[(&str, FailureClass)] = &[
+    ("permanent", FailureClass::Permanent),
+    ("transient", FailureClass::Transient),
+    ("unsolvable", FailureClass::Unsolvable),
+];
+const ORIGINS: &[(&str, FailureOrigin)] =
+    &[("input", FailureOrigin::Input), ("service", FailureOrigin::Service), ("no_answer", FailureOrigin::NoAnswer)];
+const KINDS: &[(&str, RequestKind)] = &[
+    ("submit", RequestKind::Submit),
+    ("poll", RequestKind::Poll),
+    ("threads_info", RequestKind::ThreadsInfo),
+    ("balance", RequestKind::Balance),
+];
+
+fn bump(kv: &Kv, key: &str, delta: i64) {
+    if let Err(e) = kv.increment(key, delta) {
+        eprintln!("edge: metrics: {e:#}");
+    }
+}
+
+fn class_name(class: FailureClass) -> &'static str {
+    CLASSES.iter().find(|(_, c)| *c == class).map_or("unknown", |(n, _)| n)
+}
+
+fn origin_name(origin: FailureOrigin) -> &'static str {
+    ORIGINS.iter().find(|(_, o)| *o == origin).map_or("unknown", |(n, _)| n)
+}
+
+fn kind_name(kind: RequestKind) -> &'static str {
+    KINDS.iter().find(|(_, k)| *k == kind).map_or("unknown", |(n, _)| n)
+}
+
+/// A solve ended with an answer after `elapsed_ms` (the engine's `elapsed-ms`).
+pub fn solved(kv: &Kv, elapsed_ms: u64) {
+    bump(kv, "metrics/solves/solved", 1);
+    let bucket = SOLVE_SECONDS_BUCKETS.iter().find(|le| elapsed_ms <= *le * 1_000);
+    bump(kv, &format!("metrics/solve_seconds/{}", bucket.map_or("inf".to_owned(), u64::to_string)), 1);
+    bump(kv, "metrics/solve_seconds/sum_ms", i64::try_from(elapsed_ms).unwrap_or(i64::MAX));
+}
+
+/// A solve (or a task refused before it started) ended with a failure.
+pub fn failed(kv: &Kv, class: FailureClass, origin: FailureOrigin) {
+    bump(kv, &format!("metrics/solves/failed/{}/{}", class_name(class), origin_name(origin)), 1);
+}
+
+/// An upstream request of `kind` came back with a reply (`ok`) or a transport error.
+pub fn upstream(kv: &Kv, kind: RequestKind, ok: bool) {
+    let result = if ok { "reply" } else { "transport_error" };
+    bump(kv, &format!("metrics/upstream/{}/{result}", kind_name(kind)), 1);
+}
+
+/// The Prometheus text exposition of every counter, plus threads busy and the plan.
+pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let solved = kv.counter("metrics/solves/solved")?;
+    out += "# HELP captchaai_edge_solves_total Solves that ended, by outcome, failure class and origin.\n";
+    out += "# TYPE captchaai_edge_solves_total counter\n";
+    writeln!(out, "captchaai_edge_solves_total{{outcome=\"solved\",class=\"\",origin=\"\"}} {solved}")?;
+    let (mut failed_total, mut unsolvable) = (0, 0);
+    for (class, _) in CLASSES {
+        for (origin, _) in ORIGINS {
+            let n = kv.counter(&format!("metrics/solves/failed/{class}/{origin}"))?;
+            writeln!(out, "captchaai_edge_solves_total{{outcome=\"failed\",class=\"{class}\",origin=\"{origin}\"}} {n}")?;
+            if *origin != "input" {
+                failed_total += n;
+            }
+            if *class == "unsolvable" {
+                unsolvable += n;
+            }
+        }
+    }
+    let attempted = solved + failed_total;
+    let ratio = if attempted > 0 { unsolvable as f64 / attempted as f64 } else { 0.0 };
+    out += "# HELP captchaai_edge_unsolvable_ratio Unsolvable solves over solves sent upstream that ended.\n";
+    out += "# TYPE captchaai_edge_unsolvable_ratio gauge\n";
+    writeln!(out, "captchaai_edge_unsolvable_ratio {ratio}")?;
+    out += "# HELP captchaai_edge_solve_seconds Time from submit to answer of solved solves.\n";
+    out += "# TYPE captchaai_edge_solve_seconds histogram\n";
+    let mut cumulative = 0;
+    for le in SOLVE_SECONDS_BUCKETS {
+        cumulative += kv.counter(&format!("metrics/solve_seconds/{le}"))?;
+        writeln!(out, "captchaai_edge_solve_seconds_bucket{{le=\"{le}\"}} {cumulative}")?;
+    }
+    cumulative += kv.counter("metrics/solve_seconds/inf")?;
+    writeln!(out, "captchaai_edge_solve_seconds_bucket{{le=\"+Inf\"}} {cumulative}")?;
+    let sum_ms = kv.counter("metrics/solve_seconds/sum_ms")?;
+    writeln!(out, "captchaai_edge_solve_seconds_sum {}", sum_ms as f64 / 1_000.0)?;
+    writeln!(out, "captchaai_edge_solve_seconds_count {cumulative}")?;
+    out += "# HELP captchaai_edge_upstream_requests_total Requests sent to CaptchaAI, by kind and result.\n";
+    out += "# TYPE captchaai_edge_upstream_requests_total counter\n";
+    for (kind, _) in KINDS {
+        for result in ["reply", "transport_error"] {
+            let n = kv.counter(&format!("metrics/upstream/{kind}/{result}"))?;
+            writeln!(out, "captchaai_edge_upstream_requests_total{{kind=\"{kind}\",result=\"{result}\"}} {n}")?;
+        }
+    }
+    out += "# HELP captchaai_edge_threads_busy Thread slots held by solves now (all instances).\n";
+    out += "# TYPE captchaai_edge_threads_busy gauge\n";
+    writeln!(out, "captchaai_edge_threads_busy {busy}")?;
+    if let Some(plan) = plan {
+        out += "# HELP captchaai_edge_threads_plan The plan's threads (threadsinfo, cached).\n";
+        out += "# TYPE captchaai_edge_threads_plan gauge\n";
+        writeln!(out, "captchaai_edge_threads_plan {plan}")?;
+    }
+    Ok(out)
+}
