@@ -26,7 +26,7 @@ use crate::drive::{self, Progress, now_ms};
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
 use crate::kv::{Kv, Swapped};
 use crate::settings::{
-    ABANDON_GRACE_MS, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, QUEUE_GRACE_MS, RESULT_RETENTION_MS, Settings,
+    DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, RESULT_RETENTION_MS, Settings,
 };
 use crate::store::{self, Lease, SolveRecord, StoredResult};
 use crate::{budget, metrics, sweep};
@@ -329,7 +329,7 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
     let wait_until = now + wait * 1_000;
     let lease_until = lease_until(settings, wait_until);
     let record = SolveRecord {
-        exp: lease_until + QUEUE_GRACE_MS,
+        exp: lease_until + settings.abandon_after_ms,
         state: Some(solve.snapshot_state()),
         lease: Some(Lease { holder: holder.clone(), until: lease_until }),
         slot: None,
@@ -367,7 +367,7 @@ async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
             let lease_until = lease_until(settings, wait_until);
             let mut next = loaded.record.clone();
             next.lease = Some(Lease { holder: holder.clone(), until: lease_until });
-            next.exp = next.exp.max(lease_until + QUEUE_GRACE_MS);
+            next.exp = next.exp.max(lease_until + settings.abandon_after_ms);
             if let Swapped::Yes = store::swap(kv, id, &mut loaded, next).map_err(internal)? {
                 return advance(kv, settings, id, loaded, None, wait_until).await;
             }
@@ -476,7 +476,7 @@ async fn advance(
             // The solve is at CaptchaAI now: keep it (and its thread slot) until its task can
             // no longer hold a thread, plus a grace to collect the outcome.
             let slot_exp = deadline + timeout + drive::LEASE_MARGIN_MS;
-            next.exp = next.exp.max(slot_exp + ABANDON_GRACE_MS);
+            next.exp = next.exp.max(slot_exp + settings.abandon_after_ms);
             if let Some(n) = next.slot
                 && next.slot_exp < slot_exp
             {

@@ -10,13 +10,9 @@ pub const DEFAULT_WAIT_S: u64 = 4;
 pub const MAX_WAIT_S: u64 = 25;
 /// The largest request body accepted (an image task is at most ~1.4 MB of base64).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
-/// How long a solve that has not reached CaptchaAI yet (queued for a thread, or its first
-/// submit not answered) is kept after its last driver's lease ends, ms: a client that does
-/// not come back within this abandons it.
-pub const QUEUE_GRACE_MS: u64 = 60_000;
-/// How long a solve in flight is kept after its deadline plus one request timeout (when its
-/// CaptchaAI task can no longer hold a thread), for a client to collect the outcome, ms.
-pub const ABANDON_GRACE_MS: u64 = 60_000;
+/// `abandon_after_ms` unless set: how long a solve nobody drives is kept after it could last
+/// have made progress (its last lease, or its deadline plus one request timeout), ms.
+const DEFAULT_ABANDON_AFTER_MS: u64 = 60_000;
 /// How long a finished solve's response is kept for `GET` to repeat it, ms, when the engine
 /// gives no earlier expiry (a token's `expires_at` ends it sooner). `DELETE` ends it at once.
 pub const RESULT_RETENTION_MS: u64 = 600_000;
@@ -31,6 +27,9 @@ pub struct Settings {
     pub api_key: String,
     /// Client access tokens (secret), from the comma-separated `client_tokens` variable.
     pub client_tokens: Vec<String>,
+    /// A solve nobody drives is removed this long after its last lease ended (not yet at
+    /// CaptchaAI) or after its deadline plus one request timeout (at CaptchaAI), ms.
+    pub abandon_after_ms: u64,
     /// The token for `GET /metrics` (secret); when unset, any client token is accepted there.
     pub metrics_token: Option<String>,
     /// The engine config for every solve: base URL and upstream timeout (the rest are the
@@ -55,10 +54,14 @@ impl Settings {
             .unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS);
         let metrics_token =
             var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let number = |value: Option<String>| value.and_then(|v| v.trim().parse::<u64>().ok());
+        let abandon_after_ms = number(var("abandon_after_ms").await.ok()).unwrap_or(DEFAULT_ABANDON_AFTER_MS);
+        // The engine validates it (a bad value fails every solve with INVALID_CONFIG, field named).
+        let deadline_ms = number(var("solve_deadline_ms").await.ok());
         let config = Config {
             base_url,
             request_timeout_ms: Some(upstream_timeout_ms),
-            deadline_ms: None,
+            deadline_ms,
             initial_wait_ms: None,
             poll_interval_ms: None,
             max_submit_retries: None,
@@ -67,6 +70,6 @@ impl Settings {
             jitter_seed: None,
             max_jitter_ms: None,
         };
-        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, metrics_token, config })
+        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, abandon_after_ms, metrics_token, config })
     }
 }
