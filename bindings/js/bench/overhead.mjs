@@ -1,0 +1,121 @@
+// Host overhead of the JS package per full canned solve: the type_recaptcha_v2 golden vector's
+// replies fed straight back (no network, no sleeps), 7 engine calls (create, 1 poll-output,
+// 5 handle-response). Measured for the jco build in gen/ (the package's, `npm run build`) and,
+// when present, bench/alt/ (`node bench/build-alt.mjs`: jco 1.35.0 by default).
+//
+//   node bench/overhead.mjs [--rounds 7] [--solves 5000]
+//
+// Rows: "raw" calls the generated bindings directly; "package" goes through the package's
+// EngineHost as Solver.run does (typed results, plus the trap-recovery checkpoints: base and
+// state at creation, state after each in-flight result); "per call" is `task-id` on a live solve,
+// the smallest call (the boundary's fixed cost). Medians over rounds.
+import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { EngineHost } from '../src/host.js';
+
+const { values: args } = parseArgs({
+  options: { rounds: { type: 'string', default: '7' }, solves: { type: 'string', default: '5000' } },
+});
+const ROUNDS = Number(args.rounds);
+const SOLVES = Number(args.solves);
+
+const vector = JSON.parse(readFileSync(new URL('../../../testdata/vectors/type_recaptcha_v2.json', import.meta.url), 'utf8'));
+const taskJson = JSON.stringify(vector.task);
+const replies = vector.script.map((entry) => entry.reply);
+
+function loadBuild(dir) {
+  const url = new URL(`${dir}/`, import.meta.url);
+  const jsUrl = new URL('captchaai_engine.js', url);
+  if (!existsSync(jsUrl)) return null;
+  return import(jsUrl.href).then((generated) => {
+    const modules = new Map();
+    const core = (name) => {
+      if (!modules.has(name)) modules.set(name, new WebAssembly.Module(readFileSync(new URL(name, url))));
+      return modules.get(name);
+    };
+    return () => generated.instantiate(core, {});
+  });
+}
+
+function jcoVersion(dir) {
+  return JSON.parse(readFileSync(new URL(`${dir}/source.json`, import.meta.url), 'utf8')).jco;
+}
+
+/** One canned solve on the raw bindings; returns the number of engine calls. */
+function rawSolve(Solve) {
+  let now = 0n;
+  const solve = Solve.create(taskJson, vector.key, {}, now);
+  let output = solve.pollOutput(now);
+  let calls = 2;
+  for (const reply of replies) {
+    const request = output.val;
+    if (request.at > now) now = request.at;
+    now += BigInt(reply.after_ms);
+    output = solve.handleResponse(now, request.id, { status: reply.status, body: reply.body });
+    calls += 1;
+  }
+  if (output.tag !== 'solved') throw new Error(`the canned solve ended ${output.tag}`);
+  solve[Symbol.dispose]();
+  return calls;
+}
+
+/** One canned solve through the package's EngineHost with checkpoints, as Solver.run drives it. */
+function packageSolve(host) {
+  let now = 0n;
+  const slot = host.create(taskJson, vector.key, {}, now);
+  let output = host.pollOutput(slot, now);
+  for (const reply of replies) {
+    const request = output.val;
+    if (request.at > now) now = request.at;
+    now += BigInt(reply.after_ms);
+    output = host.handleResponse(slot, now, request.id, { status: reply.status, body: reply.body });
+    if (output.tag === 'send') host.checkpoint(slot);
+  }
+  if (output.tag !== 'solved') throw new Error(`the canned solve ended ${output.tag}`);
+  host.drop(slot);
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Median µs per iteration of `fn` over ROUNDS rounds of `n` iterations. */
+function measure(fn, n) {
+  for (let i = 0; i < Math.min(n, 1000); i += 1) fn();
+  const perRound = [];
+  for (let r = 0; r < ROUNDS; r += 1) {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < n; i += 1) fn();
+    perRound.push(Number(process.hrtime.bigint() - started) / 1000 / n);
+  }
+  return median(perRound);
+}
+
+const builds = [
+  { dir: '../gen', label: 'gen/ (the package)' },
+  { dir: 'alt', label: 'bench/alt/ (alternative)' },
+];
+
+console.log(`node ${process.version}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${ROUNDS} rounds x ${SOLVES} solves; medians`);
+console.log('| jco | build | raw solve (7 calls) µs | per call in a solve µs | package solve (+6 snapshot calls) µs | task-id call ns |');
+console.log('|---|---|---|---|---|---|');
+for (const build of builds) {
+  const loading = loadBuild(build.dir);
+  if (!loading) {
+    console.log(`| – | ${build.label} | not built (run \`node bench/build-alt.mjs\`) | | | |`);
+    continue;
+  }
+  const instantiate = await loading;
+  const root = instantiate();
+  const calls = rawSolve(root.engine.Solve);
+  const raw = measure(() => rawSolve(root.engine.Solve), SOLVES);
+  const host = new EngineHost(instantiate);
+  const viaPackage = measure(() => packageSolve(host), SOLVES);
+  const live = root.engine.Solve.create(taskJson, vector.key, {}, 0n);
+  const taskIdNs = measure(() => live.taskId(), SOLVES * 20) * 1000;
+  console.log(
+    `| ${jcoVersion(build.dir)} | ${build.label} | ${raw.toFixed(1)} | ${(raw / calls).toFixed(2)} | ${viaPackage.toFixed(1)} | ${taskIdNs.toFixed(0)} |`,
+  );
+}
