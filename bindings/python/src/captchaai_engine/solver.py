@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 import httpx
 
 from .engine import Engine, Failed, Output, Send, SolveHandle, Solved
-from .errors import EngineTrap, Failure
+from .errors import EngineMisuse, EngineTrap, Failure
 from .tasks import TaskLike
 from .types import Config, Request, Response, Solution, ThreadsInfo, TransportErrorKind
 
@@ -289,7 +289,14 @@ class Solver(_Base):
             return _outcome(pending)
         with self._gate if self._gate is not None else contextlib.nullcontext():
             core, clock = self._core, self.clock
-            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            try:
+                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            except EngineMisuse as misuse:
+                if misuse.kind != "time_went_backwards":
+                    raise
+                # A resumed solve was given a later time by another clock: wait until then.
+                self._sleep_until(misuse.value)
+                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
             while isinstance(output, Send):
                 request = output.request
                 self._sleep_until(request.at)
@@ -371,7 +378,13 @@ class AsyncSolver(_Base):
             return _outcome(pending)
         async with self._gate if self._gate is not None else _null_async():
             core, clock = self._core, self.clock
-            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            try:
+                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+            except EngineMisuse as misuse:
+                if misuse.kind != "time_went_backwards":
+                    raise
+                await self._sleep_until(misuse.value)  # see Solver.run
+                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
             while isinstance(output, Send):
                 request = output.request
                 await self._sleep_until(request.at)
