@@ -115,8 +115,9 @@ export class Solver {
     const slot = PendingSolve.slotOf(pending, this.#host);
     const host = this.#host;
     const clock = this.#clock;
-    const ticket = this.#budget ? await this.#budget.enter(signal) : null;
+    let ticket = null;
     try {
+      if (this.#budget) ticket = await this.#budget.enter(signal);
       let output = host.pollOutput(slot, BigInt(clock.nowMs()));
       for (;;) {
         if (output.tag === 'solved') return new Solution(output.val, host);

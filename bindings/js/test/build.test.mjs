@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { coreModulesOf } from './support/component-modules.mjs';
 import { componentWasmPath, GEN_DIR, GEN_NAME } from '../scripts/paths.mjs';
 
@@ -46,4 +48,17 @@ test('a core module or other non-component binary is refused', () => {
   const core = readFileSync(join(GEN_DIR, `${GEN_NAME}.core.wasm`));
   assert.throws(() => coreModulesOf(core), /not a component/);
   assert.throws(() => coreModulesOf(Buffer.from('not wasm at all')), /not a WebAssembly binary/);
+});
+
+test('a missing component fails the build with a message naming `cargo xtask component`, leaving gen/ alone', () => {
+  const before = readFileSync(join(GEN_DIR, 'source.json'), 'utf8');
+  const script = fileURLToPath(new URL('../scripts/build.mjs', import.meta.url));
+  const result = spawnSync(process.execPath, [script], {
+    encoding: 'utf8',
+    env: { ...process.env, CAPTCHAAI_ENGINE_WASM: join(GEN_DIR, 'no-such-component.wasm') },
+  });
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /no-such-component\.wasm does not exist/);
+  assert.match(result.stderr, /cargo xtask component/);
+  assert.equal(readFileSync(join(GEN_DIR, 'source.json'), 'utf8'), before);
 });

@@ -134,20 +134,39 @@ test('threadsInfo and balance through the engine', { timeout: 30_000 }, async ()
 });
 
 test('the thread budget keeps at most `threads` solves in flight', { timeout: 90_000 }, async () => {
-  let running = 0;
-  let mostRunning = 0;
-  const s = solver(KEY, {}, {
-    threads: 2,
-    fetch: (url, init) => {
-      const budget = s.budget();
-      running = budget.running;
-      mostRunning = Math.max(mostRunning, running);
-      return fetch(url, init);
-    },
-  });
-  const solutions = await Promise.all([1, 2, 3, 4].map(() => s.solve(recaptcha())));
-  assert.equal(solutions.length, 4);
+  // Counted on the wire: a solve is in flight from its accepted submit to the reply with its answer.
+  let inFlight = 0;
+  let mostInFlight = 0;
+  const counting = async (url, init) => {
+    const response = await fetch(url, init);
+    const body = await response.clone().text();
+    if (url.endsWith('/in.php') && body.includes('"status":1')) inFlight += 1;
+    if (url.endsWith('/res.php') && body.includes('"status":1')) inFlight -= 1;
+    mostInFlight = Math.max(mostInFlight, inFlight);
+    return response;
+  };
+  const s = solver(KEY, {}, { threads: 2, fetch: counting });
+  const solutions = await Promise.all([1, 2, 3, 4, 5].map(() => s.solve(recaptcha())));
+  assert.equal(solutions.length, 5);
   assert.ok(solutions.every((x) => x.answer.length > 20));
-  assert.equal(mostRunning, 2, 'two solves ran at once, never more');
+  assert.equal(new Set(solutions.map((x) => x.taskId)).size, 5);
+  assert.equal(mostInFlight, 2, 'two solves ran at once, never more');
+  assert.equal(inFlight, 0);
   assert.deepEqual(s.budget(), { capacity: 2, running: 0, queued: 0 });
+});
+
+test('a run aborted while queued for the budget is withdrawn and closed', { timeout: 60_000 }, async () => {
+  const s = solver(KEY, {}, { threads: 1 });
+  const first = s.solve(recaptcha());
+  const stop = new AbortController();
+  const queued = s.start(recaptcha());
+  const waiting = s.run(queued, { signal: stop.signal });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(s.budget(), { capacity: 1, running: 1, queued: 1 });
+  stop.abort(new Error('no longer needed'));
+  await assert.rejects(waiting, /no longer needed/);
+  assert.equal(queued.open, false);
+  assert.deepEqual(s.budget(), { capacity: 1, running: 1, queued: 0 });
+  assert.ok((await first).answer.length > 20);
+  assert.deepEqual(s.budget(), { capacity: 1, running: 0, queued: 0 });
 });
