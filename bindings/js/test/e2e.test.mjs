@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { inspect } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { startEmulator } from './support/emulator.mjs';
 import { PermanentError, Solver, TransientError, UnsolvableError } from '../src/index.js';
@@ -53,6 +54,23 @@ test('a reCAPTCHA v2 solve against the emulator', { timeout: 60_000 }, async () 
   assert.ok(solution.solvedAt > solution.submittedAt);
   assert.ok(solution.isFresh(60_000, solution.solvedAt));
   assert.equal(solution.toJSON().answer, solution.answer);
+});
+
+test('other families: an image sent as multipart bytes, GeeTest v4 (a JSON answer), Turnstile', { timeout: 60_000 }, async () => {
+  const vectorTask = (name) => JSON.parse(readFileSync(new URL(`../../../testdata/vectors/${name}.json`, import.meta.url), 'utf8')).task;
+  const s = solver();
+  const [image, geetest, turnstile] = await Promise.all([
+    s.solve(vectorTask('type_image_multipart')),
+    s.solve(vectorTask('type_geetest_v4')),
+    s.solve({ type: 'turnstile', sitekey: '0x4AAAAAAABkMYinukE8nzY', pageurl: 'https://portal.example.com/login' }),
+  ]);
+  assert.equal(image.answerType, 'text');
+  assert.ok(image.answer.length > 0);
+  assert.equal(geetest.answerType, 'json');
+  assert.equal(typeof geetest.answer, 'object');
+  assert.ok(Object.keys(geetest.answer).length > 0, JSON.stringify(geetest.answer));
+  assert.equal(turnstile.answerType, 'text');
+  assert.ok(turnstile.expiresAt > turnstile.solvedAt, 'Turnstile tokens have a known lifetime');
 });
 
 test('an unsolvable captcha ends as UnsolvableError with the code and task id', { timeout: 60_000 }, async () => {

@@ -77,3 +77,12 @@ for (const file of files) {
     }
   });
 }
+
+test('a changed upstream reply changes the transcript (the comparison can fail)', () => {
+  const vector = JSON.parse(readFileSync(new URL('type_recaptcha_v2.json', VECTORS), 'utf8'));
+  const last = vector.script.at(-1).reply;
+  last.body = last.body.replace('"status":1', '"status":0').replace(/"request":"[^"]*"/, '"request":"CAPCHA_NOT_READY"');
+  const transcript = replay(root, vector);
+  assert.notEqual(canonicalJson(transcript), canonicalJson(vector.transcript));
+  assert.match(firstDifference(transcript, vector.transcript), /^event \d+/);
+});
