@@ -19,10 +19,11 @@ pins the wasmtime version; the golden-vector tests exercise every converter used
 from __future__ import annotations
 
 import ctypes
+import struct
 from ctypes import byref
 from typing import Any, Callable, List, Optional, Tuple
 
-from wasmtime import WasmtimeError, _ffi as ffi
+from wasmtime import WasmtimeError, _bindings, _ffi as ffi
 from wasmtime.component import ResourceAny, _types as T
 from wasmtime.component._enter import maybe_raise_last_exn
 
@@ -43,100 +44,137 @@ K_STRING, K_LIST, K_RECORD, K_TUPLE = _kind("STRING"), _kind("LIST"), _kind("REC
 K_VARIANT, K_ENUM, K_OPTION, K_RESULT = _kind("VARIANT"), _kind("ENUM"), _kind("OPTION"), _kind("RESULT")
 K_RESOURCE = _kind("RESOURCE")
 
-Lift = Callable[[Any], Any]
+Lift = Callable[[bytes, int, int], Any]
 Lower = Callable[[Any, Any], None]
 
 
-def _name(vec: Any) -> str:
-    size = vec.size
-    return ctypes.string_at(vec.data, size).decode("utf-8") if size else ""
-
-
 # ----------------------------------------------------------------------------------------------
-# Lifting: C value -> Python. The whole C value is freed by the caller afterwards, except
-# resources, which are moved out (their slot becomes a bool so the free skips them).
+# Lifting: C value -> Python, reading the C structures' bytes directly (one `string_at` per
+# allocation instead of a ctypes object per field access). A lifter gets `(buf, off, base)`:
+# the value's bytes start at `buf[off]`, and `base` is the C address of `buf[0]`. The whole C
+# value is freed by the caller afterwards, except resources, which are moved out (their slot
+# becomes a bool so the free skips them). Offsets and sizes come from wasmtime-py's ctypes layout.
+
+_string_at = ctypes.string_at
+_UNION = _VAL.of.offset
+_ENTRY = ffi.wasmtime_component_valrecord_entry
+_ENTRY_SIZE = ctypes.sizeof(_ENTRY)
+_ENTRY_VAL = _ENTRY.val.offset
+_VEC_SIZE = ffi.wasm_byte_vec_t.size.offset
+_VEC_DATA = ffi.wasm_byte_vec_t.data.offset
+_VARIANT_VAL = ffi.wasmtime_component_valvariant.val.offset
+_RESULT_VAL = ffi.wasmtime_component_valresult.val.offset
+_LIST_SIZE = ffi.wasmtime_component_vallist.size.offset
+_LIST_DATA = ffi.wasmtime_component_vallist.data.offset
+_RECORD_SIZE = ffi.wasmtime_component_valrecord.size.offset
+_RECORD_DATA = ffi.wasmtime_component_valrecord.data.offset
+_SIZE_T = struct.Struct("@N" if ctypes.sizeof(ctypes.c_size_t) == ctypes.sizeof(ctypes.c_void_p) else "@Q")
+_PTR = struct.Struct("@P")
+if ctypes.sizeof(ctypes.c_size_t) != _SIZE_T.size:  # pragma: no cover - exotic platforms
+    raise ImportError("unexpected size_t layout")
+_size_at = _SIZE_T.unpack_from
+_ptr_at = _PTR.unpack_from
+
+
+def _text_at(buf: bytes, off: int) -> str:
+    """A `wasm_name_t` at `buf[off]` as text."""
+    size = _size_at(buf, off + _VEC_SIZE)[0]
+    return _string_at(_ptr_at(buf, off + _VEC_DATA)[0], size).decode("utf-8") if size else ""
+
+
+def _scalar(fmt: str) -> Lift:
+    unpack = struct.Struct("@" + fmt).unpack_from
+    return lambda buf, off, base: unpack(buf, off + _UNION)[0]
 
 
 def lifter(ty: Any) -> Lift:
     """A converter from a C ``wasmtime_component_val_t`` of type ``ty`` to a Python value."""
     if isinstance(ty, T.Bool):
-        return lambda v: bool(v.of.boolean)
-    for cls, field in ((T.U8, "u8"), (T.U16, "u16"), (T.U32, "u32"), (T.U64, "u64"),
-                       (T.S8, "s8"), (T.S16, "s16"), (T.S32, "s32"), (T.S64, "s64"),
-                       (T.F32, "f32"), (T.F64, "f64")):
+        return lambda buf, off, base: buf[off + _UNION] != 0
+    for cls, fmt in ((T.U8, "B"), (T.U16, "H"), (T.U32, "I"), (T.U64, "Q"), (T.S8, "b"), (T.S16, "h"),
+                     (T.S32, "i"), (T.S64, "q"), (T.F32, "f"), (T.F64, "d")):
         if isinstance(ty, cls):
-            return _int_lifter(field)
-    if isinstance(ty, T.String):
-        return lambda v: _name(v.of.string)
-    if isinstance(ty, T.EnumType):
-        return lambda v: _name(v.of.enumeration)
+            return _scalar(fmt)
+    if isinstance(ty, (T.String, T.EnumType)):
+        return lambda buf, off, base: _text_at(buf, off + _UNION)
     if isinstance(ty, T.RecordType):
-        fields = [(name, lifter(fty)) for name, fty in ty.fields]
+        fields = [(name, lifter(fty), i * _ENTRY_SIZE + _ENTRY_VAL) for i, (name, fty) in enumerate(ty.fields)]
+        total = len(fields) * _ENTRY_SIZE
 
-        def lift_record(v: Any) -> dict:
-            data = v.of.record.data
-            return {name: lift(data[i].val) for i, (name, lift) in enumerate(fields)}
+        def lift_record(buf: bytes, off: int, base: int) -> dict:
+            data = _ptr_at(buf, off + _UNION + _RECORD_DATA)[0]
+            entries = _string_at(data, total)
+            return {name: lift(entries, at, data) for name, lift, at in fields}
 
         return lift_record
     if isinstance(ty, T.VariantType):
         cases = {name: (lifter(cty) if cty is not None else None) for name, cty in ty.cases}
 
-        def lift_variant(v: Any) -> Tuple[str, Any]:
-            var = v.of.variant
-            tag = _name(var.discriminant)
+        def lift_variant(buf: bytes, off: int, base: int) -> Tuple[str, Any]:
+            tag = _text_at(buf, off + _UNION)
             lift = cases[tag]
-            return (tag, lift(var.val.contents) if lift is not None else None)
+            if lift is None:
+                return (tag, None)
+            ptr = _ptr_at(buf, off + _UNION + _VARIANT_VAL)[0]
+            return (tag, lift(_string_at(ptr, _VAL_SIZE), 0, ptr))
 
         return lift_variant
     if isinstance(ty, T.OptionType):
         inner = lifter(ty.payload)
 
-        def lift_option(v: Any) -> Any:
-            ptr = v.of.option
-            return inner(ptr.contents) if ptr else None
+        def lift_option(buf: bytes, off: int, base: int) -> Any:
+            ptr = _ptr_at(buf, off + _UNION)[0]
+            return inner(_string_at(ptr, _VAL_SIZE), 0, ptr) if ptr else None
 
         return lift_option
     if isinstance(ty, T.ResultType):
         ok = lifter(ty.ok) if ty.ok is not None else None
         err = lifter(ty.err) if ty.err is not None else None
 
-        def lift_result(v: Any) -> Tuple[str, Any]:
-            res = v.of.result
-            if res.is_ok:
-                return ("ok", ok(res.val.contents) if ok is not None else None)
-            return ("err", err(res.val.contents) if err is not None else None)
+        def lift_result(buf: bytes, off: int, base: int) -> Tuple[str, Any]:
+            is_ok = buf[off + _UNION] != 0
+            lift = ok if is_ok else err
+            if lift is None:
+                return ("ok" if is_ok else "err", None)
+            ptr = _ptr_at(buf, off + _UNION + _RESULT_VAL)[0]
+            return ("ok" if is_ok else "err", lift(_string_at(ptr, _VAL_SIZE), 0, ptr))
 
         return lift_result
     if isinstance(ty, T.ListType):
         element = ty.element
         if isinstance(element, T.U8):
-            def lift_bytes(v: Any) -> bytes:
-                lst = v.of.list
-                n = lst.size
+            def lift_bytes(buf: bytes, off: int, base: int) -> bytes:
+                n = _size_at(buf, off + _UNION + _LIST_SIZE)[0]
                 if n == 0:
                     return b""
-                # The elements are `n` values of _VAL_SIZE bytes, each with its u8 at the union.
-                raw = ctypes.string_at(lst.data, n * _VAL_SIZE)
-                return raw[_UNION_OFFSET::_VAL_SIZE]
+                # `n` values of _VAL_SIZE bytes, each with its u8 at the union.
+                raw = _string_at(_ptr_at(buf, off + _UNION + _LIST_DATA)[0], n * _VAL_SIZE)
+                return raw[_UNION::_VAL_SIZE]
 
             return lift_bytes
         inner = lifter(element)
 
-        def lift_list(v: Any) -> list:
-            lst = v.of.list
-            return [inner(lst.data[i]) for i in range(lst.size)]
+        def lift_list(buf: bytes, off: int, base: int) -> list:
+            n = _size_at(buf, off + _UNION + _LIST_SIZE)[0]
+            if n == 0:
+                return []
+            data = _ptr_at(buf, off + _UNION + _LIST_DATA)[0]
+            items = _string_at(data, n * _VAL_SIZE)
+            return [inner(items, i * _VAL_SIZE, data) for i in range(n)]
 
         return lift_list
     if isinstance(ty, T.TupleType):
         elements = [lifter(e) for e in ty.elements]
 
-        def lift_tuple(v: Any) -> tuple:
-            data = v.of.tuple.data
-            return tuple(lift(data[i]) for i, lift in enumerate(elements))
+        def lift_tuple(buf: bytes, off: int, base: int) -> tuple:
+            data = _ptr_at(buf, off + _UNION + _LIST_DATA)[0]  # a tuple is laid out as a list
+            items = _string_at(data, len(elements) * _VAL_SIZE)
+            return tuple(lift(items, i * _VAL_SIZE, data) for i, lift in enumerate(elements))
 
         return lift_tuple
     if isinstance(ty, (T.OwnType, T.BorrowType)):
-        def lift_resource(v: Any) -> ResourceAny:
+        def lift_resource(buf: bytes, off: int, base: int) -> ResourceAny:
+            v = _VAL.from_address(base + off)
             ptr = ffi.take_pointer(v.of, "resource")
             v.kind = K_BOOL
             v.of.boolean = False
@@ -146,13 +184,19 @@ def lifter(ty: Any) -> Lift:
     raise TypeError(f"unsupported component result type {type(ty).__name__}")
 
 
-def _int_lifter(field: str) -> Lift:
-    return lambda v: getattr(v.of, field)
-
-
 # ----------------------------------------------------------------------------------------------
 # Lowering: Python -> C value, written into a zeroed `wasmtime_component_val_t`. A lowerer either
 # fills the value completely or raises and leaves it untouched (a bool), so cleanup is uniform.
+
+_byte_vec_new = _bindings._wasm_byte_vec_new  # the C function itself, without the Python wrapper
+_BYTES = ctypes.POINTER(ctypes.c_uint8)
+
+
+def _new_text(vec: Any, text: str) -> None:
+    """Fills the `wasm_name_t` ``vec`` (a view into a C value) with a copy of ``text``."""
+    data = text.encode("utf-8")
+    _byte_vec_new(byref(vec), len(data), ctypes.cast(data, _BYTES))
+
 
 _RANGES = {"u8": (0, 0xFF), "u16": (0, 0xFFFF), "u32": (0, 0xFFFF_FFFF), "u64": (0, 0xFFFF_FFFF_FFFF_FFFF)}
 
@@ -183,7 +227,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
         def lower_string(x: Any, v: Any) -> None:
             if not isinstance(x, str):
                 raise TypeError(f"{where} must be a str, not {type(x).__name__}")
-            v.of.string = ffi.str_to_capi(x)
+            _new_text(v.of.string, x)
             v.kind = K_STRING
 
         return lower_string
@@ -193,7 +237,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
         def lower_enum(x: Any, v: Any) -> None:
             if x not in names:
                 raise ValueError(f"{where} must be one of {sorted(names)}, not {x!r}")
-            v.of.enumeration = ffi.str_to_capi(x)
+            _new_text(v.of.enumeration, x)
             v.kind = K_ENUM
 
         return lower_enum
@@ -206,7 +250,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             ffi.wasmtime_component_valrecord_new_uninit(raw, count)
             data = raw.data
             for i, (name, _) in enumerate(fields):
-                data[i].name = ffi.str_to_capi(name)
+                _new_text(data[i].name, name)
                 data[i].val.kind = K_BOOL
                 data[i].val.of.boolean = False
             try:
@@ -327,7 +371,7 @@ def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> 
         if lift is None:
             return None
         try:
-            return lift(result)
+            return lift(_string_at(ctypes.addressof(result), _VAL_SIZE), 0, ctypes.addressof(result))
         finally:
             ffi.wasmtime_component_val_delete(byref(result))
     finally:

@@ -1,0 +1,189 @@
+"""Airflow 3: the trigger's run() against the emulator, and the operator through defer and resume
+in Airflow's in-process runner (dag.test runs the trigger in line). Needs apache-airflow-core
+(target/venv-airflow, made by integrations.sh)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import pytest
+
+# Airflow reads its home and database when first imported: a throwaway one for this module.
+_HOME = tempfile.mkdtemp(prefix="airflow-home-")
+os.environ["AIRFLOW_HOME"] = _HOME
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_HOME}/airflow.db"
+
+pytest.importorskip("airflow.sdk", reason="Airflow tests run in target/venv-airflow (integrations.sh)")
+
+from airflow.sdk import DAG  # noqa: E402
+from airflow.sdk.exceptions import AirflowException, AirflowFailException  # noqa: E402
+from airflow.utils.state import TaskInstanceState  # noqa: E402
+
+from captchaai_engine import Config, Solver  # noqa: E402
+from captchaai_engine.integrations._common import clock_for  # noqa: E402
+from captchaai_engine.integrations.airflow import CaptchaAISolveOperator, CaptchaAITrigger  # noqa: E402
+from emulated import KEY, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def airflow_db():
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.utils import db
+
+    db.initdb()
+    DagBundlesManager().sync_bundles_to_db()
+
+
+@pytest.fixture
+def connection(monkeypatch, captchaai_emulator):
+    """The ``captchaai`` connection: the key in the password, the emulator in the extra."""
+
+    def set_connection(key: str = KEY, conn_id: str = "captchaai") -> None:
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({
+            "conn_type": "generic", "password": key,
+            "extra": {"config": {"base_url": captchaai_emulator.base_url},
+                      "time_scale": captchaai_emulator.time_scale}}))
+
+    set_connection()
+    return set_connection
+
+
+async def first_event(trigger: CaptchaAITrigger):
+    events = [event.payload async for event in trigger.run()]
+    assert len(events) == 1, events
+    return events[0]
+
+
+def fresh_snapshot(emulator, task, key: str = KEY) -> str:
+    """A solve created but not yet submitted, as a snapshot (the trigger then does all of it)."""
+    with Solver(key, Config(base_url=emulator.base_url), clock=clock_for(emulator.time_scale)) as solver:
+        return solver.start(task).snapshot()
+
+
+def test_serialize_carries_the_snapshot_and_never_the_key(captchaai_emulator):
+    import importlib
+
+    trigger = CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task()), conn_id="other")
+    classpath, kwargs = trigger.serialize()
+    assert set(kwargs) == {"snapshot", "conn_id"}
+    assert KEY not in json.dumps(kwargs) and KEY not in repr(trigger)
+    module, name = classpath.rsplit(".", 1)
+    rebuilt = getattr(importlib.import_module(module), name)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    with pytest.raises(ValueError):
+        CaptchaAITrigger("")
+
+
+async def test_trigger_run_solves_from_the_snapshot(captchaai_emulator, connection):
+    payload = await first_event(CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task())))
+    assert payload["status"] == "solved"
+    solution = payload["solution"]
+    assert solution["answer"] and solution["task_id"] and solution["type"] == "recaptcha_v2"
+    assert KEY not in json.dumps(payload)
+    paths = captchaai_emulator.paths()
+    assert paths[0] == "/in.php" and paths.count("/in.php") == 1 and "/res.php" in paths
+
+
+async def test_trigger_run_reports_an_unsolvable_captcha(captchaai_emulator, connection):
+    payload = await first_event(CaptchaAITrigger(
+        fresh_snapshot(captchaai_emulator, turnstile_task(UNSOLVABLE_SITEKEY))))
+    assert payload["status"] == "failed"
+    assert payload["failure"]["class"] == "unsolvable" and payload["failure"]["task_id"]
+
+
+async def test_trigger_run_reports_a_permanent_failure_without_the_key(captchaai_emulator, connection):
+    connection(UNKNOWN_KEY)
+    payload = await first_event(CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task(), UNKNOWN_KEY)))
+    assert payload["status"] == "failed" and payload["failure"]["class"] == "permanent"
+    assert UNKNOWN_KEY not in json.dumps(payload)
+
+
+class RecordingSolveOperator(CaptchaAISolveOperator):
+    """Uses the token the way a real subclass would (returns a result, never the token), and
+    records each visit of the worker in ``calls`` (the test runs in this process)."""
+
+    calls: list = []
+
+    def execute_complete(self, context, event):
+        type(self).calls.append(("execute_complete", event["status"]))
+        return super().execute_complete(context, event)
+
+    def use_token(self, context, solution):
+        type(self).calls.append(("use_token", solution.task_id, bool(solution.answer)))
+        return {"captcha_task_id": solution.task_id}
+
+
+def register(dag: DAG) -> None:
+    """Stores the serialized Dag the way the Dag processor does (dag.test() runs stored Dags)."""
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+
+    bag = DagBag(dag_folder=os.path.join(_HOME, "no-dags"), collect_dags=False)
+    bag.bag_dag(dag)
+    sync_bag_to_db(bag, "dags-folder", None)
+
+
+def run_dag(task_kwargs: dict, *, retries: int = 0):
+    RecordingSolveOperator.calls = []
+    with DAG(dag_id="captchaai_test", schedule=None, catchup=False) as dag:
+        RecordingSolveOperator(task_id="solve", retries=retries, retry_delay=0, **task_kwargs)
+    register(dag)
+    run = dag.test()
+    return run.get_task_instance("solve")
+
+
+def test_the_operator_defers_and_resumes_under_dag_test(captchaai_emulator, connection):
+    ti = run_dag({"task": recaptcha_task(), "deferrable": True, "max_token_age": 60})
+    assert ti.state == TaskInstanceState.SUCCESS
+    calls = RecordingSolveOperator.calls
+    assert calls[0] == ("execute_complete", "solved"), calls
+    assert calls[1][0] == "use_token" and calls[1][1] and calls[1][2]
+    # Submitted once by the worker; the trigger resumed the same CaptchaAI task (polls only).
+    paths = captchaai_emulator.paths()
+    assert paths[0] == "/in.php" and paths.count("/in.php") == 1 and paths.count("/res.php") >= 1
+
+
+def test_the_operator_solves_in_the_worker_when_not_deferrable(captchaai_emulator, connection):
+    ti = run_dag({"task": turnstile_task(), "deferrable": False})
+    assert ti.state == TaskInstanceState.SUCCESS
+    assert [c[0] for c in RecordingSolveOperator.calls] == ["use_token"]
+
+
+def test_a_permanent_failure_fails_the_task_without_retries(captchaai_emulator, connection):
+    connection(UNKNOWN_KEY)
+    ti = run_dag({"task": recaptcha_task(), "deferrable": True}, retries=2)
+    assert ti.state == TaskInstanceState.FAILED
+    assert ti.try_number == 1, "a permanent failure must not be retried"
+    assert RecordingSolveOperator.calls == []
+
+
+def test_an_invalid_task_fails_the_task_without_retries(captchaai_emulator, connection):
+    ti = run_dag({"task": {"type": "recaptcha_v2", "pageurl": "not a url"}, "deferrable": True}, retries=2)
+    assert ti.state == TaskInstanceState.FAILED and ti.try_number == 1
+    assert captchaai_emulator.paths() == [], "an invalid task is refused before anything is sent"
+
+
+async def test_execute_complete_checks_freshness_and_failure_classes(captchaai_emulator, connection):
+    solved = await first_event(CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task())))
+    operator = RecordingSolveOperator(task_id="t", task=recaptcha_task(), max_token_age=3600)
+    RecordingSolveOperator.calls = []
+    assert operator.execute_complete({}, solved) == {"captcha_task_id": solved["solution"]["task_id"]}
+
+    too_old = RecordingSolveOperator(task_id="u", task=recaptcha_task(), max_token_age=0)
+    with pytest.raises(AirflowException) as stale:
+        too_old.execute_complete({}, solved)
+    assert not isinstance(stale.value, AirflowFailException)
+    assert solved["solution"]["answer"] not in str(stale.value)
+
+    unsolvable = await first_event(CaptchaAITrigger(
+        fresh_snapshot(captchaai_emulator, turnstile_task(UNSOLVABLE_SITEKEY))))
+    with pytest.raises(AirflowException) as retryable:
+        operator.execute_complete({}, unsolvable)
+    assert not isinstance(retryable.value, AirflowFailException)
+
+    connection(UNKNOWN_KEY)
+    permanent = await first_event(CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task(), UNKNOWN_KEY)))
+    with pytest.raises(AirflowFailException):
+        operator.execute_complete({}, permanent)
