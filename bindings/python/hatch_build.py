@@ -20,7 +20,8 @@ def find_component(root: Path) -> Path:
     if env:
         path = Path(env)
         if not path.is_file():
-            raise FileNotFoundError(f"$CAPTCHAAI_ENGINE_WASM is {env}, which is not a file")
+            raise FileNotFoundError(f"$CAPTCHAAI_ENGINE_WASM is {env}, which is not a file: build the engine "
+                                    "component with `cargo xtask component` or unset it")
         return path
     for path in (root / "captchaai_engine.wasm", root.parent.parent / "target" / "component" / "captchaai_engine.wasm"):
         if path.is_file():
