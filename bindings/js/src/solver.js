@@ -67,6 +67,8 @@ export class Solver {
   #clock;
   #host = new EngineHost();
   #budget = null;
+  /** Slots a run is driving (a solve is driven by one run at a time). */
+  #running = new WeakSet();
 
   /**
    * @param {string} apiKey the CaptchaAI key (kept inside; never in errors, snapshots or inspect output)
@@ -113,6 +115,8 @@ export class Solver {
    */
   async run(pending, { onCheckpoint, signal } = {}) {
     const slot = PendingSolve.slotOf(pending, this.#host);
+    if (this.#running.has(slot)) throw new Error('this solve is already being run');
+    this.#running.add(slot);
     const host = this.#host;
     const clock = this.#clock;
     let ticket = null;
@@ -136,6 +140,7 @@ export class Solver {
         }
       }
     } finally {
+      this.#running.delete(slot);
       host.drop(slot);
       if (ticket !== null) this.#budget.leave(ticket);
     }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { inspect } from 'node:util';
 import { instantiateComponent } from '../src/engine.js';
 import { EngineHost } from '../src/host.js';
-import { CaptchaAIError, PermanentError, SnapshotError, Solver } from '../src/index.js';
+import { CaptchaAIError, PermanentError, SnapshotError, Solver, TransientError } from '../src/index.js';
 
 const KEY = 'Leak0Canary0Key0Abcdef0123456789';
 const TASK = { type: 'turnstile', sitekey: '0x4AAAAAAABkMYinukE8nzY', pageurl: 'https://portal.example.com/login' };
@@ -116,6 +116,12 @@ test('a finished or closed solve cannot be run again', async () => {
   pending.close();
   assert.equal(pending.open, false);
   await assert.rejects(solver.run(pending), /finished or was closed/);
+  const noRetries = new Solver(KEY, { maxSubmitRetries: 0 }, offline);
+  const twice = noRetries.start(TASK);
+  const first = noRetries.run(twice);
+  await assert.rejects(noRetries.run(twice), /already being run/);
+  // The offline fetch fails: a transport error the engine does not retry here.
+  await assert.rejects(first, (e) => e instanceof TransientError && e.origin === 'no_answer');
   const other = new Solver(KEY, {}, offline);
   await assert.rejects(other.run(solver.start(TASK)), /from this solver/);
 });
