@@ -165,8 +165,10 @@ impl Stack {
         panic!("no answer after 20 long polls");
     }
 
+    /// Requests the solves sent upstream (the thread budget's `threadsinfo` reads of the plan
+    /// are not counted).
     fn upstream_requests(&self) -> usize {
-        self.emulator.requests().len()
+        self.emulator.requests().iter().filter(|r| r.action.as_deref() != Some("threadsinfo")).count()
     }
 }
 
@@ -211,10 +213,10 @@ async fn every_captcha_type_is_solved_through_the_api() {
         assert_eq!(reply.status, 200, "{}: {}", task["type"], reply.body);
         assert_eq!(reply.body["status"], "solved");
         assert!(!reply.body["answer"].is_null());
-        // A solved token is handed out once.
+        // A finished solve's response is repeated, the same body, until it expires or is deleted.
         let id = reply.body["id"].as_str().unwrap();
         let again = stack.get(id, 0).await;
-        assert_eq!((again.status, again.body["code"].as_str()), (410, Some("ALREADY_DELIVERED")));
+        assert_eq!((again.status, &again.body), (200, &reply.body));
     }
     check_upstream(&stack.emulator);
 }
@@ -257,25 +259,28 @@ async fn long_polling(runtime: Runtime) {
     }
     assert_eq!(stack.upstream_requests(), before, "no poll before the first wait is over");
 
-    // Concurrent clients on the same id: exactly one gets the token.
+    // Concurrent clients on the same id: one drives it (one poll at a time), each 200 is the
+    // same response.
     let mut handles = Vec::new();
     for _ in 0..3 {
         let (stack, id) = (stack.clone(), id.clone());
         handles.push(tokio::spawn(async move { stack.get(&id, 25).await }));
     }
     let mut statuses = Vec::new();
-    let mut answer = None;
+    let mut answer: Option<String> = None;
     for handle in handles {
         let reply = handle.await.unwrap();
         if reply.status == 200 {
             assert_eq!(reply.body["id"], id.as_str());
-            answer = reply.body["answer"].as_str().map(str::to_owned);
+            let this = reply.body["answer"].as_str().map(str::to_owned);
+            assert!(answer.is_none() || answer == this, "two different answers for one solve");
+            answer = this;
         }
         statuses.push(reply.status);
     }
     statuses.sort();
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    assert!(statuses.iter().all(|s| matches!(s, 200 | 202 | 410)), "{statuses:?}");
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(statuses.iter().all(|s| matches!(s, 200 | 202)), "{statuses:?}");
     check_upstream(&stack.emulator);
     // Under real Spin the component's log is in the state dir: no key, token or answer in it.
     if let Host::Spin(spin) = &stack.host {

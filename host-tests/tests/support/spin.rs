@@ -46,6 +46,12 @@ pub struct SpinUp {
 impl SpinUp {
     /// Starts `spin` with these Spin variables (`SPIN_VARIABLE_<NAME>`) and waits until it serves.
     pub async fn start(spin: &Path, variables: &[(&str, &str)]) -> SpinUp {
+        SpinUp::start_with(spin, variables, None).await
+    }
+
+    /// As [`SpinUp::start`], with a Spin runtime config (TOML text, e.g. a Redis key-value
+    /// store) passed as `--runtime-config-file`.
+    pub async fn start_with(spin: &Path, variables: &[(&str, &str)], runtime_config: Option<&str>) -> SpinUp {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let state_dir = std::env::temp_dir().join(format!(
             "captchaai-edge-spin-{}-{}",
@@ -65,6 +71,11 @@ impl SpinUp {
             .arg(root().join("spin.toml"))
             .args(["--listen", &address.to_string(), "--state-dir"])
             .arg(&state_dir)
+            .args(runtime_config.map(|toml| {
+                let file = state_dir.join("runtime-config.toml");
+                std::fs::write(&file, toml).unwrap();
+                vec![std::ffi::OsString::from("--runtime-config-file"), file.into_os_string()]
+            }).unwrap_or_default())
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,321 @@
+//! The edge app's state under real Spin 4.1 (`spin up --from spin.toml`): no paid solve lost
+//! to a dropped client, a store that stays bounded, and the thread budget shared by two
+//! instances on one Redis. Each test prints a SKIPPED line and passes where the Spin CLI
+//! (support/spin.rs) or `redis-server` is absent.
+//!
+//! The serve host (host_tests::serve) joins these tests once it implements the wasi:keyvalue
+//! interfaces the edge imports (edge/KV-CONTRACT.md).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig};
+use support::spin::SpinUp;
+
+const KEY: &str = "0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "state-test-token-51c0ffee";
+const PAGE: &str = "https://portal.example.com/export";
+
+fn edge_wasm() -> PathBuf {
+    let path = support::spin::root().join("target/edge/captchaai_edge.wasm");
+    assert!(path.exists(), "{} is missing: build it with `cargo xtask component && cargo xtask edge`", path.display());
+    path
+}
+
+/// A redis-server on a free loopback port (no persistence), stopped on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    /// `None` (with a SKIPPED line) where redis-server is not installed.
+    fn start() -> Option<Redis> {
+        let Ok(path) = which("redis-server") else {
+            eprintln!("SKIPPED: no redis-server on PATH (apt-get install -y redis-server)");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(path)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Redis { child, port })
+    }
+
+    fn runtime_config(&self) -> String {
+        format!("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://127.0.0.1:{}\"\n", self.port)
+    }
+
+    /// `redis-cli` against this server.
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli").args(["-p", &self.port.to_string()]).args(args).output().unwrap();
+        assert!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// (keys, total value bytes) in the store.
+    fn usage(&self) -> (u64, u64) {
+        let keys = self.cli(&["DBSIZE"]).parse().unwrap();
+        let script = "local n=0 for _,k in ipairs(redis.call('KEYS','*')) do \
+                      if redis.call('TYPE',k).ok=='string' then n=n+redis.call('STRLEN',k) end end return n";
+        let bytes = self.cli(&["EVAL", script, "0"]).parse().unwrap();
+        (keys, bytes)
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.cli(&["KEYS", "*"]).lines().map(str::to_owned).collect()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .ok_or(())
+}
+
+struct Reply {
+    status: u16,
+    body: Value,
+}
+
+/// An HTTP client for one or more edge instances.
+struct Clients {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Clients {
+    fn new() -> Clients {
+        Clients { client: Client::builder(TokioExecutor::new()).build_http() }
+    }
+
+    async fn call(&self, base: &str, method: &str, path: &str, body: Option<String>) -> Reply {
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{base}{path}"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .unwrap();
+        let response =
+            tokio::time::timeout(Duration::from_secs(60), self.client.request(request)).await.unwrap().unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
+        Reply { status, body }
+    }
+
+    /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending.
+    async fn collect(&self, bases: &[String], id: &str) -> Reply {
+        for attempt in 0..30 {
+            let reply = self.call(&bases[attempt % bases.len()], "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+            if reply.status != 202 {
+                return reply;
+            }
+        }
+        panic!("solve {id} still pending after 30 long polls");
+    }
+}
+
+async fn spin_up(spin: &std::path::Path, emulator: &Emulator, extra: &[(&str, &str)], runtime: Option<&str>) -> SpinUp {
+    edge_wasm();
+    let base = emulator.base_url();
+    let mut variables = vec![("captchaai_key", KEY), ("client_tokens", TOKEN), ("api_base", base.as_str())];
+    variables.extend_from_slice(extra);
+    SpinUp::start_with(spin, &variables, runtime).await
+}
+
+fn image(bytes: usize, seed: u8) -> String {
+    let mut raw = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x40\0\0\0\x40".to_vec();
+    raw.extend((0..bytes).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+/// A client that drops its long poll loses nothing: the next GET gets the answer, again and
+/// again (same body) until DELETE removes it; the task was submitted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_dropping_mid_wait_loses_nothing() {
+    let Some(spin) = support::spin::binary() else { return };
+    let emulator =
+        Emulator::start(EmulatorConfig::default().with_seed(5).with_account(KEY, 10).with_all_solve_times(500, 2_000))
+            .await
+            .unwrap();
+    let edge = spin_up(&spin, &emulator, &[], None).await;
+    let clients = Clients::new();
+    let task = json!({"type": "recaptcha_v2", "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "pageurl": PAGE});
+    let started = clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(task.to_string())).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    let id = started.body["id"].as_str().unwrap().to_owned();
+
+    // A long poll dropped after 2 s, and another after 14 s (past the first poll's due time).
+    for drop_after in [2, 14] {
+        let dropped = tokio::time::timeout(
+            Duration::from_secs(drop_after),
+            clients.call(&edge.url(), "GET", &format!("/v1/solve/{id}?wait=25"), None),
+        )
+        .await;
+        if let Ok(reply) = dropped {
+            panic!("the long poll answered within {drop_after} s: {} {}", reply.status, reply.body);
+        }
+    }
+    let solved = clients.collect(&[edge.url()], &id).await;
+    assert_eq!(solved.status, 200, "{}", solved.body);
+    assert!(solved.body["answer"].as_str().is_some_and(|a| !a.is_empty()));
+    let again = clients.call(&edge.url(), "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+    assert_eq!((again.status, &again.body), (200, &solved.body), "the finished response is repeated");
+
+    let deleted = clients.call(&edge.url(), "DELETE", &format!("/v1/solve/{id}"), None).await;
+    assert_eq!((deleted.status, deleted.body["status"].as_str()), (200, Some("deleted")));
+    let gone = clients.call(&edge.url(), "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+    assert_eq!((gone.status, gone.body["code"].as_str()), (404, Some("NOT_FOUND")));
+
+    let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits, 1, "the task was submitted once");
+}
+
+/// Many image tasks that clients abandon: the task is stored once per solve, and once the
+/// solves expire (deadline + request timeout + `abandon_after_ms`) the per-request sweep
+/// removes them, images included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_image_tasks_keep_the_store_bounded() {
+    let Some(spin) = support::spin::binary() else { return };
+    let Some(redis) = Redis::start() else { return };
+    let emulator = Emulator::start(
+        EmulatorConfig::default().with_seed(6).with_account(KEY, 100).with_solve_time(CaptchaKind::Image, 30_000, 40_000),
+    )
+    .await
+    .unwrap();
+    let extra = [("solve_deadline_ms", "10000"), ("abandon_after_ms", "0"), ("upstream_timeout_ms", "2000")];
+    let edge = spin_up(&spin, &emulator, &extra, Some(&redis.runtime_config())).await;
+    let clients = Clients::new();
+    const TASKS: usize = 30;
+    let mut image_bytes = 0;
+    let started = Instant::now();
+    for i in 0..TASKS {
+        let img = image(200_000, i as u8);
+        image_bytes += img.len() as u64;
+        let reply =
+            clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(json!({"type": "image", "image": img}).to_string())).await;
+        assert_eq!(reply.status, 202, "{}", reply.body);
+    }
+    let post_ms = started.elapsed().as_millis();
+    let (keys, bytes) = redis.usage();
+    eprintln!("{TASKS} image tasks in flight: {keys} keys, {bytes} bytes (images: {image_bytes} bytes); {post_ms} ms for the POSTs");
+    assert!(bytes >= image_bytes, "every task is stored");
+    assert!(bytes < image_bytes + image_bytes / 10, "each task is stored once: {bytes} bytes for {image_bytes}");
+
+    // Past every solve's deadline + timeout: requests sweep what expired.
+    tokio::time::sleep(Duration::from_secs(18)).await;
+    let sweep_started = Instant::now();
+    let mut sweeps = 0;
+    while redis.keys().iter().any(|k| k.starts_with("solve/")) && sweeps < TASKS * 2 {
+        let reply = clients.call(&edge.url(), "GET", &format!("/v1/solve/{:032x}?wait=0", sweeps), None).await;
+        assert_eq!(reply.status, 404);
+        sweeps += 1;
+    }
+    let (keys, bytes) = redis.usage();
+    eprintln!(
+        "after {sweeps} requests ({} ms): {keys} keys, {bytes} bytes",
+        sweep_started.elapsed().as_millis()
+    );
+    let left: Vec<String> = redis.keys().into_iter().filter(|k| k.starts_with("solve/")).collect();
+    assert!(left.is_empty(), "expired solves left in the store: {left:?}");
+    assert!(bytes < 16 * 1024, "{bytes} bytes left after the sweep");
+}
+
+/// Two `spin up` instances on one Redis, three times the plan's threads of tasks at once: the
+/// plan is never oversubscribed (no submit refused for busy threads, no more tasks in flight
+/// at the emulator than the plan), every task is solved and delivered, none submitted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
+    let Some(spin) = support::spin::binary() else { return };
+    let Some(redis) = Redis::start() else { return };
+    const PLAN: usize = 2;
+    let emulator = Emulator::start(
+        EmulatorConfig::default()
+            .with_seed(7)
+            .with_account(KEY, PLAN as u32)
+            .with_solve_time(CaptchaKind::Image, 1_000, 3_000),
+    )
+    .await
+    .unwrap();
+    let runtime = redis.runtime_config();
+    let a = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
+    let b = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
+    let bases = [a.url(), b.url()];
+    let clients = std::sync::Arc::new(Clients::new());
+    let mut handles = Vec::new();
+    for i in 0..PLAN * 3 {
+        let clients = clients.clone();
+        let bases: Vec<String> = if i % 2 == 0 { bases.to_vec() } else { bases.iter().rev().cloned().collect() };
+        handles.push(tokio::spawn(async move {
+            let task = json!({"type": "image", "image": image(400, i as u8)});
+            let first = clients.call(&bases[0], "POST", "/v1/solve?wait=25", Some(task.to_string())).await;
+            let reply = match first.status {
+                202 => clients.collect(&bases, first.body["id"].as_str().unwrap()).await,
+                _ => first,
+            };
+            // Delivered again from the other instance, the same body.
+            let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+            let again = clients.call(&bases[1], "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+            (reply, again)
+        }));
+    }
+    let mut task_ids = Vec::new();
+    for handle in handles {
+        let (reply, again) = handle.await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!((again.status, &again.body), (200, &reply.body));
+        task_ids.push(reply.body["task_id"].as_str().unwrap().parse::<u64>().unwrap());
+    }
+    let submits: Vec<_> = emulator.requests().into_iter().filter(|r| r.path == "/in.php").collect();
+    let refused: Vec<_> = submits.iter().filter(|r| r.reply_code.as_deref() != Some("OK")).collect();
+    assert!(refused.is_empty(), "submits refused (busy threads = the plan oversubscribed): {:?}", refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>());
+    assert_eq!(submits.len(), PLAN * 3, "each task submitted once");
+    task_ids.sort();
+    task_ids.dedup();
+    assert_eq!(task_ids.len(), PLAN * 3, "each task delivered its own answer");
+    // Busy threads at the emulator over time: never above the plan.
+    let mut events = Vec::new();
+    for id in &task_ids {
+        let info = emulator.task(*id).unwrap();
+        events.push((info.submitted_at_ms, 1i64));
+        events.push((info.ready_at_ms, -1i64));
+    }
+    events.sort();
+    let (mut busy, mut peak) = (0i64, 0i64);
+    for (_, delta) in events {
+        busy += delta;
+        peak = peak.max(busy);
+    }
+    eprintln!("peak busy threads at the emulator: {peak} (plan {PLAN}), {} submits", submits.len());
+    assert!(peak as usize <= PLAN, "busy threads peaked at {peak} over a plan of {PLAN}");
+    assert_eq!(peak as usize, PLAN, "the plan was used in full");
+}
