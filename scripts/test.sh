@@ -23,5 +23,9 @@ cargo test --workspace --quiet
 # cargo-fuzz: installing cargo-fuzz and building the targets takes over 5 minutes), and the
 # deterministic simulation of 20,000 faulty solves against the oracle. Both also run in the
 # workspace tests above; this step names them in the log.
+echo "== bindings: the same engine .wasm from Python (wasmtime-py)"
+cargo build --release --quiet -p captchaai-emulator
+bash bindings/python/test.sh -q
+
 echo "== fuzz bodies (seeds, regressions) and simulation (sim)"
 cargo test -p sim --quiet
