@@ -5,10 +5,11 @@
 //
 //   node bench/overhead.mjs [--rounds 7] [--solves 5000]
 //
-// Rows: "raw" calls the generated bindings directly; "package" goes through the package's
-// EngineHost as Solver.run does (typed results, plus the trap-recovery checkpoints: base and
-// state at creation, state after each in-flight result); "per call" is `task-id` on a live solve,
-// the smallest call (the boundary's fixed cost). Medians over rounds.
+// Columns: "raw solve" calls the generated bindings directly; "per call in a solve" is that over
+// its 7 calls; "package solve" goes through the package's EngineHost as Solver.run does (plus the
+// trap-recovery snapshots: base and state at creation, state after each of the 4 in-flight
+// results); "task-id call" is the smallest call on a live solve (the boundary's fixed cost).
+// Medians over rounds. `npm run bench:alt` builds bench/alt/ (ALT_JCO=x.y.z for another version).
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
