@@ -26,6 +26,8 @@ cargo test --workspace --quiet
 echo "== bindings: the same engine .wasm from Python (wasmtime-py)"
 cargo build --release --quiet -p captchaai-emulator
 bash bindings/python/test.sh -q
+echo "== bindings: the same engine .wasm from JavaScript (jco)"
+bash bindings/js/test.sh
 
 echo "== fuzz bodies (seeds, regressions) and simulation (sim)"
 cargo test -p sim --quiet
