@@ -1,0 +1,175 @@
+"""Dagster: a ConfigurableResource, a concurrency pool sized to the plan's threads, and the
+unsolvable-ratio asset check, on the captchaai-engine package.
+
+- :class:`CaptchaAIResource` solves tasks (thread-safe: one solver per step, shared by the
+  step's threads). A permanent failure (bad key, task or plan) becomes
+  ``dg.Failure(allow_retries=False)``: the step fails once instead of spending its RetryPolicy.
+  Transient failures propagate unchanged, so RetryPolicy applies; :class:`UnsolvableError`
+  propagates for the asset to count (``SolveStats``).
+- :func:`size_pool_to_plan` sets the pool's limit (default pool ``captchaai``) from the plan's
+  thread count: ``(threads - spare) // solves_per_step`` steps at once. Give the assets that solve
+  ``pool=POOL``.
+- :class:`SolveStats` gathers solves, unsolvable captchas and latency into materialization
+  metadata; :func:`unsolvable_ratio_check` builds the blocking check that fails a partition with
+  too many unsolvable captchas.
+
+The key is a resource field: set it with ``dg.EnvVar("CAPTCHAAI_API_KEY")`` so Dagster resolves it
+at run time and never shows it. No exception raised here carries a request (or the key).
+"""
+
+
+import math
+import threading
+from typing import Any, List, Optional, Sequence, Union
+
+import dagster as dg
+from pydantic import PrivateAttr
+
+from ..errors import CaptchaAIError, PermanentError
+from ..solver import Solver
+from ..tasks import TaskLike
+from ..types import Config, Solution, ThreadsInfo
+from ._common import clock_for
+
+__all__ = ["POOL", "CaptchaAIResource", "SolveStats", "size_pool_to_plan", "unsolvable_ratio_check"]
+
+POOL = "captchaai"
+"""The default concurrency pool for assets that solve captchas."""
+
+
+def _failure(error: PermanentError) -> dg.Failure:
+    """``dg.Failure(allow_retries=False)`` from the engine's fields only (no request, no key)."""
+    metadata = {"code": error.code, "origin": error.origin.value}
+    if error.task_id:
+        metadata["captcha_task_id"] = error.task_id
+    if error.field:
+        metadata["field"] = error.field
+    return dg.Failure(description=f"{type(error).__name__}: {error}", metadata=metadata, allow_retries=False)
+
+
+class CaptchaAIResource(dg.ConfigurableResource):
+    """CaptchaAI through the engine. ``api_key``: the 32-character key (use ``dg.EnvVar``);
+    ``base_url``, ``deadline_ms``, ``request_timeout_ms``, ``unsolvable_retries``: the
+    :class:`~captchaai_engine.Config` fields of the same names (None: the engine's defaults);
+    ``threads``: most solves in flight at once within one step (None: no local cap);
+    ``time_scale``: only for tests against an emulator started with the same ``--time-scale``."""
+
+    api_key: str
+    base_url: Optional[str] = None
+    deadline_ms: Optional[int] = None
+    request_timeout_ms: Optional[int] = None
+    unsolvable_retries: Optional[int] = None
+    threads: Optional[int] = None
+    time_scale: float = 1.0
+
+    _solver: Optional[Solver] = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __repr_args__(self):  # the key never reaches a repr (pydantic's, and so Dagster's)
+        return [(name, "<hidden>" if name == "api_key" else value) for name, value in super().__repr_args__()]
+
+    def _config(self) -> Config:
+        return Config(base_url=self.base_url, deadline_ms=self.deadline_ms,
+                      request_timeout_ms=self.request_timeout_ms, unsolvable_retries=self.unsolvable_retries)
+
+    def solver(self) -> Solver:
+        """The solver of this resource instance (made on first use, closed at teardown)."""
+        with self._lock:
+            if self._solver is None:
+                self._solver = Solver(self.api_key, self._config(), threads=self.threads,
+                                      clock=clock_for(self.time_scale))
+            return self._solver
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        with self._lock:
+            if self._solver is not None:
+                self._solver.close()
+                self._solver = None
+
+    def solve(self, task: TaskLike) -> Solution:
+        """Solves ``task``. Raises ``dg.Failure(allow_retries=False)`` for a permanent failure,
+        :class:`~captchaai_engine.TransientError` (RetryPolicy retries) or
+        :class:`~captchaai_engine.UnsolvableError` (count it with :class:`SolveStats`)."""
+        solver = self.solver()
+        try:
+            return solver.solve(task)
+        except PermanentError as error:
+            raise _failure(error) from None
+
+    def threads_info(self) -> ThreadsInfo:
+        """The plan's thread cap and busy threads; a permanent failure raises ``dg.Failure``."""
+        try:
+            return self.solver().threads_info()
+        except PermanentError as error:
+            raise _failure(error) from None
+
+
+def size_pool_to_plan(instance: dg.DagsterInstance, captchaai: CaptchaAIResource, *, pool: str = POOL,
+                      solves_per_step: int = 1, spare: int = 1) -> int:
+    """Sets ``pool``'s limit on ``instance`` to ``(threads - spare) // solves_per_step`` (at least
+    1), with ``threads`` the plan's thread count, and returns it. Keep ``spare`` threads for
+    manual runs and timed-out tasks still held on CaptchaAI's side."""
+    if solves_per_step < 1 or spare < 0:
+        raise ValueError("solves_per_step must be at least 1 and spare at least 0")
+    threads = captchaai.threads_info().threads
+    limit = max(1, (threads - spare) // solves_per_step)
+    instance.event_log_storage.set_concurrency_slots(pool, limit)
+    return limit
+
+
+class SolveStats:
+    """Counts one materialization's solves (thread-safe): ``add(solution)`` for each answer,
+    ``add_unsolvable(error)`` for each captcha that stayed unsolvable; ``metadata()`` is
+    ``{"solves", "unsolvable", "p95_solve_seconds"}`` for ``dg.MaterializeResult``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: List[float] = []
+        self.unsolvable = 0
+
+    @property
+    def solves(self) -> int:
+        return len(self._seconds)
+
+    def add(self, solution: Solution) -> None:
+        with self._lock:
+            self._seconds.append(solution.elapsed_ms / 1000)
+
+    def add_unsolvable(self, error: CaptchaAIError) -> None:
+        with self._lock:
+            self.unsolvable += 1
+
+    def metadata(self) -> dict:
+        with self._lock:
+            ordered = sorted(self._seconds)
+            p95 = ordered[math.ceil(0.95 * len(ordered)) - 1] if ordered else 0.0
+            return {"solves": len(ordered), "unsolvable": self.unsolvable, "p95_solve_seconds": round(p95, 3)}
+
+
+def unsolvable_ratio_check(asset: Union[dg.AssetsDefinition, dg.AssetKey, Sequence[str], str], *,
+                           max_ratio: float = 0.25, blocking: bool = True,
+                           name: str = "unsolvable_ratio") -> dg.AssetChecksDefinition:
+    """A check on ``asset`` that passes while ``unsolvable / (solves + unsolvable)`` in the
+    metadata of the materialization of this run's partition (``SolveStats``) is at most
+    ``max_ratio``. Blocking by default: a failing check stops downstream assets in the run."""
+    if not 0 <= max_ratio <= 1:
+        raise ValueError("max_ratio must be between 0 and 1")
+    key = asset.key if isinstance(asset, dg.AssetsDefinition) else dg.AssetKey.from_coercible(asset)
+
+    @dg.asset_check(asset=key, name=name, blocking=blocking,
+                    description=f"At most {max_ratio:.0%} of the captchas stayed unsolvable")
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        partition = context.run.tags.get("dagster/partition")
+        records = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition else None), limit=1).records
+        if not records:
+            return dg.AssetCheckResult(passed=False, description="no materialization to check")
+        metadata = records[0].asset_materialization.metadata
+        if "solves" not in metadata or "unsolvable" not in metadata:
+            return dg.AssetCheckResult(passed=False, description="the materialization has no SolveStats metadata")
+        solves, unsolvable = metadata["solves"].value, metadata["unsolvable"].value
+        ratio = unsolvable / max(solves + unsolvable, 1)
+        return dg.AssetCheckResult(passed=ratio <= max_ratio,
+                                   metadata={"unsolvable_ratio": round(ratio, 3), "max_ratio": max_ratio})
+
+    return _check
