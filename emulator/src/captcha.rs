@@ -228,7 +228,22 @@ impl AnswerSpec {
     }
 }
 
-/// Validates an in.php submit. `Err` is the service's error code.
+/// The `in.php` methods the emulator solves.
+pub(crate) const KNOWN_METHODS: &[&str] = &[
+    "userrecaptcha",
+    "turnstile",
+    "cloudflare_challenge",
+    "geetest",
+    "captchafox",
+    "friendly_captcha",
+    "lemin",
+    "base64",
+    "post",
+    "bls",
+];
+
+/// Validates an in.php submit. `Err` is the service's error code. Methods outside
+/// [`KNOWN_METHODS`] are answered by the caller (config `unknown_method`), except `hcaptcha`.
 pub(crate) fn validate_submit(p: &Params) -> Result<TaskSpec, &'static str> {
     let method = p.nonempty("method").ok_or(BAD_PARAMETERS)?;
     match method {
@@ -241,7 +256,8 @@ pub(crate) fn validate_submit(p: &Params) -> Result<TaskSpec, &'static str> {
         "lemin" => lemin(p),
         "base64" | "post" => image(p, method == "post"),
         "bls" => bls(p),
-        // The live service answers hCaptcha submits with a server error, whatever the sitekey.
+        // The live service answers hCaptcha submits with a server error, whatever the sitekey
+        // (WD's live probe; the only observation of an unsupported method).
         "hcaptcha" => Err(SERVER_ERROR),
         _ => Err(BAD_PARAMETERS),
     }

@@ -4,7 +4,9 @@
 
 use clap::Args;
 
-use crate::{Account, CaptchaKind, Emulator, EmulatorConfig, Faults, key_well_formed};
+use crate::{
+    Account, BusyThreads, CaptchaKind, Emulator, EmulatorConfig, Faults, NoPlan, UnknownMethod, key_well_formed,
+};
 
 /// Flags of `captchaai-emulator` / `captchaai emulator`. (No `Debug`: it holds keys.)
 #[derive(Args)]
@@ -21,9 +23,29 @@ pub struct EmulatorArgs {
     /// An account with an active plan: 32-character key, colon, thread count. Repeatable.
     #[arg(long = "key", value_name = "KEY:THREADS")]
     pub keys: Vec<String>,
-    /// An account without an active plan (threads default to 1). Repeatable.
-    #[arg(long = "no-plan-key", value_name = "KEY[:THREADS]")]
+    /// An account without an active plan (threads default to 1; the answer defaults to
+    /// `--no-plan-answer`). Repeatable.
+    #[arg(long = "no-plan-key", value_name = "KEY[:THREADS[:ANSWER]]")]
     pub no_plan_keys: Vec<String>,
+    /// How `--no-plan-key` accounts are answered unless their spec says otherwise (all three
+    /// unconfirmed): `zero-balance` (submits ERROR_ZERO_BALANCE, threadsinfo shows free
+    /// threads), `key-does-not-exist` (every call ERROR_KEY_DOES_NOT_EXIST), `zero-threads`
+    /// (submits ERROR_ZERO_BALANCE, threadsinfo 0 threads).
+    #[arg(long, value_enum, default_value_t = NoPlan::ZeroBalance)]
+    pub no_plan_answer: NoPlan,
+    /// What a submit gets when every thread of an active plan is busy: `zero-balance`
+    /// (ERROR_ZERO_BALANCE) or `silent-queue` (accepted; waits for a free thread answering
+    /// CAPCHA_NOT_READY; the official SDK's reading, unconfirmed).
+    #[arg(long, value_enum, default_value_t = BusyThreads::ZeroBalance)]
+    pub busy_threads: BusyThreads,
+    /// What a submit with an unknown method gets: `server-error` (ERROR_SERVER_ERROR, as observed
+    /// live for hcaptcha) or `bad-parameters` (ERROR_BAD_PARAMETERS).
+    #[arg(long, value_enum, default_value_t = UnknownMethod::ServerError)]
+    pub unknown_method: UnknownMethod,
+    /// An in.php method answered as unknown although the emulator solves it (models the service
+    /// not solving a type a client knows). Repeatable.
+    #[arg(long = "unsupported-method", value_name = "METHOD")]
+    pub unsupported_methods: Vec<String>,
     /// Rate of bare plain-text replies despite json=1.
     #[arg(long, default_value_t = 0.0)]
     pub plain_text_rate: f64,
@@ -65,17 +87,41 @@ pub struct EmulatorArgs {
 }
 
 fn parse_account(spec: &str, default_threads: Option<u32>, flag: &str, n: usize) -> anyhow::Result<(String, u32)> {
+    let (key, threads, answer) = parse_account_spec(spec, default_threads, false, flag, n)?;
+    debug_assert!(answer.is_none());
+    Ok((key, threads))
+}
+
+/// `KEY[:THREADS][:ANSWER]` (the answer only where `with_answer`).
+fn parse_account_spec(
+    spec: &str,
+    default_threads: Option<u32>,
+    with_answer: bool,
+    flag: &str,
+    n: usize,
+) -> anyhow::Result<(String, u32, Option<NoPlan>)> {
+    use clap::ValueEnum as _;
     // Errors name the flag and its position, never the value.
-    let bad = || anyhow::anyhow!("{flag} #{n}: expected a 32-character key (letters/digits), ':', and a thread count");
-    let (key, threads) = match spec.split_once(':') {
-        Some((k, t)) => (k, t.trim().parse::<u32>().map_err(|_| bad())?),
-        None => (spec, default_threads.ok_or_else(bad)?),
+    let bad = || {
+        let answer =
+            if with_answer { " (then optionally ':' and zero-balance|key-does-not-exist|zero-threads)" } else { "" };
+        anyhow::anyhow!("{flag} #{n}: expected a 32-character key (letters/digits), ':', and a thread count{answer}")
     };
-    let key = key.trim();
-    if !key_well_formed(key) {
+    let mut parts = spec.split(':');
+    let key = parts.next().unwrap_or("").trim();
+    let threads = match parts.next() {
+        Some(t) => t.trim().parse::<u32>().map_err(|_| bad())?,
+        None => default_threads.ok_or_else(bad)?,
+    };
+    let answer = match parts.next() {
+        Some(a) if with_answer => Some(NoPlan::from_str(a.trim(), false).map_err(|_| bad())?),
+        Some(_) => return Err(bad()),
+        None => None,
+    };
+    if parts.next().is_some() || !key_well_formed(key) {
         return Err(bad());
     }
-    Ok((key.to_owned(), threads))
+    Ok((key.to_owned(), threads, answer))
 }
 
 fn parse_solve_time(spec: &str) -> anyhow::Result<(Vec<CaptchaKind>, u64, u64)> {
@@ -114,6 +160,9 @@ impl EmulatorArgs {
             ban_ms: self.ban_ms,
             retention_ms: self.retention_ms,
             log_limit: self.log_limit,
+            busy_threads: self.busy_threads,
+            unknown_method: self.unknown_method,
+            unsupported_methods: self.unsupported_methods.clone(),
             ..EmulatorConfig::default()
         };
         for (i, spec) in self.keys.iter().enumerate() {
@@ -121,8 +170,8 @@ impl EmulatorArgs {
             cfg.accounts.push(Account::new(key, threads));
         }
         for (i, spec) in self.no_plan_keys.iter().enumerate() {
-            let (key, threads) = parse_account(spec, Some(1), "--no-plan-key", i + 1)?;
-            cfg.accounts.push(Account::without_plan(key, threads));
+            let (key, threads, answer) = parse_account_spec(spec, Some(1), true, "--no-plan-key", i + 1)?;
+            cfg.accounts.push(Account::without_plan_answering(key, threads, answer.unwrap_or(self.no_plan_answer)));
         }
         for spec in &self.solve_times {
             let (kinds, min, max) = parse_solve_time(spec)?;

@@ -14,22 +14,71 @@ pub struct Account {
     pub key: String,
     /// Plan cap: how many tasks may be in flight at once (`threads` in threadsinfo).
     pub threads: u32,
-    /// `false` models an expired/absent plan: every submit gets `ERROR_ZERO_BALANCE`
-    /// while threadsinfo still shows free threads.
+    /// `false` models an expired/absent plan; [`Account::no_plan`] says how the service answers.
     pub plan_active: bool,
     /// What `action=getbalance` answers.
     pub balance: f64,
+    /// How calls with this key are answered while `plan_active` is false (default:
+    /// [`NoPlan::ZeroBalance`], the emulator's original behaviour).
+    #[serde(default)]
+    pub no_plan: NoPlan,
+}
+
+/// How the service answers a key whose account has no active plan. **Unconfirmed**: DOCS-ERR
+/// names both `ERROR_KEY_DOES_NOT_EXIST` ("or the account has no threads") and
+/// `ERROR_ZERO_BALANCE`; no live observation says which one, or what threadsinfo shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum NoPlan {
+    /// Submits get `ERROR_ZERO_BALANCE`; threadsinfo shows the plan's threads, all free.
+    #[default]
+    ZeroBalance,
+    /// Every call with the key (submit, poll, threadsinfo, getbalance) gets
+    /// `ERROR_KEY_DOES_NOT_EXIST`, as for an unknown key (and counts towards an IP ban).
+    KeyDoesNotExist,
+    /// Submits get `ERROR_ZERO_BALANCE`; threadsinfo reports `threads` 0 and `working_threads` 0.
+    ZeroThreads,
+}
+
+/// What `in.php` answers when every thread of an active plan is busy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyThreads {
+    /// `ERROR_ZERO_BALANCE` (the docs' reading; the emulator's original behaviour).
+    #[default]
+    ZeroBalance,
+    /// The task is accepted and waits, first in first out, for a free thread of its account,
+    /// answering `CAPCHA_NOT_READY` meanwhile; its solve time starts when it gets the thread
+    /// (the official SDK's comment: "the API queues tasks silently ... never returns
+    /// ERROR_ZERO_BALANCE"). **Unconfirmed** against the live service.
+    SilentQueue,
+}
+
+/// What `in.php` answers for a `method` it does not solve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownMethod {
+    /// `ERROR_SERVER_ERROR`: the one live observation (`method=hcaptcha`, any sitekey).
+    #[default]
+    ServerError,
+    /// `ERROR_BAD_PARAMETERS` (the emulator's answer before; what the docs' wording suggests).
+    BadParameters,
 }
 
 impl Account {
     /// An account with an active plan of `threads` threads and a balance of 10.0.
     pub fn new(key: impl Into<String>, threads: u32) -> Self {
-        Account { key: key.into(), threads, plan_active: true, balance: 10.0 }
+        Account { key: key.into(), threads, plan_active: true, balance: 10.0, no_plan: NoPlan::ZeroBalance }
     }
 
     /// An account whose plan is not active (submits always get `ERROR_ZERO_BALANCE`).
     pub fn without_plan(key: impl Into<String>, threads: u32) -> Self {
         Account { plan_active: false, ..Account::new(key, threads) }
+    }
+
+    /// An account whose plan is not active, answered as `no_plan` says.
+    pub fn without_plan_answering(key: impl Into<String>, threads: u32, no_plan: NoPlan) -> Self {
+        Account { no_plan, ..Account::without_plan(key, threads) }
     }
 }
 
@@ -40,6 +89,7 @@ impl fmt::Debug for Account {
             .field("threads", &self.threads)
             .field("plan_active", &self.plan_active)
             .field("balance", &self.balance)
+            .field("no_plan", &self.no_plan)
             .finish()
     }
 }
@@ -236,6 +286,13 @@ pub struct EmulatorConfig {
     /// Maximum request-log entries kept (default 200,000; the oldest are dropped first and
     /// counted in [`crate::Stats::log_dropped`]). Lower it for load runs.
     pub log_limit: usize,
+    /// What a submit gets when every thread of an active plan is busy.
+    pub busy_threads: BusyThreads,
+    /// What a submit with an unknown (or [`EmulatorConfig::unsupported_methods`]) method gets.
+    pub unknown_method: UnknownMethod,
+    /// `in.php` methods answered as unknown although the emulator could solve them: models the
+    /// service not (or no longer) solving a type a client knows, as with hCaptcha.
+    pub unsupported_methods: Vec<String>,
 }
 
 impl Default for EmulatorConfig {
@@ -253,6 +310,9 @@ impl Default for EmulatorConfig {
             retention_ms: 600_000,
             solve_times: BTreeMap::new(),
             log_limit: 200_000,
+            busy_threads: BusyThreads::ZeroBalance,
+            unknown_method: UnknownMethod::ServerError,
+            unsupported_methods: Vec::new(),
         }
     }
 }
@@ -281,6 +341,31 @@ impl EmulatorConfig {
     /// Adds an account without an active plan.
     pub fn with_account_without_plan(mut self, key: impl Into<String>, threads: u32) -> Self {
         self.accounts.push(Account::without_plan(key, threads));
+        self
+    }
+    /// Adds an account without an active plan, answered as `no_plan` says.
+    pub fn with_account_without_plan_answering(
+        mut self,
+        key: impl Into<String>,
+        threads: u32,
+        no_plan: NoPlan,
+    ) -> Self {
+        self.accounts.push(Account::without_plan_answering(key, threads, no_plan));
+        self
+    }
+    /// Sets what a submit gets when every thread is busy.
+    pub fn with_busy_threads(mut self, busy: BusyThreads) -> Self {
+        self.busy_threads = busy;
+        self
+    }
+    /// Sets what a submit with an unknown method gets.
+    pub fn with_unknown_method(mut self, answer: UnknownMethod) -> Self {
+        self.unknown_method = answer;
+        self
+    }
+    /// Answers `method` as unknown (see [`EmulatorConfig::unsupported_methods`]).
+    pub fn with_unsupported_method(mut self, method: impl Into<String>) -> Self {
+        self.unsupported_methods.push(method.into());
         self
     }
     /// Sets the random fault rates.

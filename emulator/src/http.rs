@@ -109,7 +109,8 @@ struct SyncGuard {
 
 impl Drop for SyncGuard {
     fn drop(&mut self) {
-        self.shared.lock().sync_release(self.acct);
+        let now = self.shared.now_ms();
+        self.shared.lock().sync_release(self.acct, now);
     }
 }
 
@@ -407,6 +408,7 @@ struct ThreadsBody {
     release: Option<u32>,
     plan_active: Option<bool>,
     balance: Option<f64>,
+    no_plan: Option<crate::config::NoPlan>,
 }
 
 /// `/_emulator/*`: inspection and scripting for tests in any language. Never faulted, never logged.
@@ -485,6 +487,10 @@ fn control(shared: &Shared, method: &Method, path: &str, query: &str, body: &[u8
                 if let Some(n) = b.release {
                     a.external_busy = a.external_busy.saturating_sub(n);
                 }
+                if let Some(v) = b.no_plan {
+                    a.account.no_plan = v;
+                }
+                st.start_queued(idx, now);
                 json_response(200, serde_json::to_value(st.threads_info(idx)).unwrap_or_default())
             }
             Err(e) => bad_json(e),

@@ -21,6 +21,40 @@
 //!   free threads (`ERROR_ZERO_BALANCE`).
 //! - Faults other than `slow` replace processing (the request never reaches the "service");
 //!   `slow` processes on arrival and delays the reply.
+//! - Busy threads (an active plan with every thread working): `ERROR_ZERO_BALANCE` by default;
+//!   [`BusyThreads::SilentQueue`] (`--busy-threads silent-queue`) accepts the task instead and
+//!   queues it per account, first in first out: `CAPCHA_NOT_READY` until a thread frees, then
+//!   its drawn solve time runs from that moment. Queued tasks are not `working_threads`.
+//! - Accounts without a plan: [`NoPlan`] per account (`--no-plan-key KEY:THREADS:ANSWER`,
+//!   `--no-plan-answer`): `ERROR_ZERO_BALANCE` with free threads in threadsinfo (default),
+//!   `ERROR_KEY_DOES_NOT_EXIST` for every call (counted as a bad key towards a ban), or
+//!   `ERROR_ZERO_BALANCE` with a threadsinfo of 0 threads.
+//! - Unknown `in.php` methods (and [`EmulatorConfig::unsupported_methods`]) get
+//!   `ERROR_SERVER_ERROR`, as `method=hcaptcha` does live; [`UnknownMethod::BadParameters`]
+//!   restores the emulator's earlier `ERROR_BAD_PARAMETERS`. A missing `method` is
+//!   `ERROR_BAD_PARAMETERS`.
+//!
+//! # Unconfirmed behaviour
+//! A green run against the emulator is evidence about a client's handling of these answers,
+//! **not** about the live service. `shared/docs/captchaai-api.md` marks the following as
+//! unconfirmed (no official source or live observation); the emulator picks one answer (or
+//! lets the caller pick), and tests that exercise them say so (an `unconfirmed_` name prefix or
+//! a doc line):
+//! - `/solve.php` (synchronous image solving): not found in any CaptchaAI doc, SDK or example.
+//! - Silent queueing on busy threads (the official SDK's comment) versus `ERROR_ZERO_BALANCE`
+//!   (the docs); what threadsinfo shows for queued tasks.
+//! - Which answer an account without a plan gets, and its threadsinfo.
+//! - Unknown methods other than `hcaptcha`; a missing `method`; an unknown `res.php` action
+//!   (`ERROR_BAD_PARAMETERS` here).
+//! - The threadsinfo field types and `status`; `getbalance` for thread plans.
+//! - The plain-text (no `json=1`) formats, including structured answers after `OK|`.
+//! - Grid via `img_type=recaptcha` (SDK) or `recaptcha=1` (examples), 1-based grid cells;
+//!   `regsense` vs the SDK's `caseSensitive` (both accepted; neither checked for effect).
+//! - The IP-ban threshold (5 bad keys here) and what counts towards it; the 5-minute ban is
+//!   documented.
+//! - Size limits where the docs disagree (100 B vs 1 KB minimum, 100 kB vs 1 MiB maximum).
+//! - Task ids as JSON integers only for `userrecaptcha` (one live observation, WD).
+//! - Solve-time distributions (modelled on the docs' and SDK comments' figures).
 
 mod captcha;
 pub mod cli;
@@ -43,7 +77,7 @@ use tokio::task::JoinHandle;
 
 pub use captcha::codes;
 pub use captcha::{DEFAULT_USER_AGENT, MAX_BLS_SIDE, MAX_IMAGE_BYTES, MIN_IMAGE_BYTES};
-pub use config::{Account, CaptchaKind, EmulatorConfig, Fault, Faults, SolveTime};
+pub use config::{Account, BusyThreads, CaptchaKind, EmulatorConfig, Fault, Faults, NoPlan, SolveTime, UnknownMethod};
 pub use http::MAX_BODY_BYTES;
 pub use log::{REDACTED, RecordedRequest};
 pub use state::{Stats, TaskInfo, TaskState, ThreadsInfo, key_well_formed};
@@ -159,7 +193,14 @@ impl Emulator {
         if !key_well_formed(&account.key) {
             return Err("key must be 32 ASCII letters/digits".into());
         }
-        self.shared.lock().upsert_account(account);
+        let now = self.shared.now_ms();
+        let mut st = self.shared.lock();
+        st.advance(now);
+        let key = account.key.clone();
+        st.upsert_account(account);
+        if let Some(i) = st.account_index(&key) {
+            st.start_queued(i, now);
+        }
         Ok(())
     }
 
@@ -168,7 +209,10 @@ impl Emulator {
         let mut st = self.shared.lock();
         st.advance(now);
         let i = st.account_index(key).ok_or(UnknownAccount)?;
-        Ok(f(st.account_mut(i)))
+        let out = f(st.account_mut(i));
+        // Freed or added threads go to queued tasks at once.
+        st.start_queued(i, now);
+        Ok(out)
     }
 
     /// Sets the account's plan cap.

@@ -4,7 +4,8 @@ use std::net::IpAddr;
 
 use serde_json::{Value as Json, json};
 
-use super::captcha::{Params, codes, validate_submit, validate_sync_image};
+use super::captcha::{KNOWN_METHODS, Params, codes, validate_submit, validate_sync_image};
+use super::config::UnknownMethod;
 use super::state::{Outcome, State};
 
 /// A protocol reply in both of the service's formats.
@@ -54,12 +55,22 @@ impl Reply {
     }
 }
 
-/// `/in.php`: authenticate, validate, then take a thread.
+/// `/in.php`: authenticate, validate, then take a thread (or queue, or refuse: config).
 pub(crate) fn in_php(st: &mut State, ip: IpAddr, p: &Params, now: u64) -> Reply {
     let acct = match st.authenticate(ip, p.text("key"), now) {
         Ok(a) => a,
         Err(code) => return Reply::error(code),
     };
+    if let Some(method) = p.nonempty("method").map(str::trim) {
+        let cfg = st.config();
+        let unsupported = cfg.unsupported_methods.iter().any(|m| m == method);
+        if method != "hcaptcha" && (unsupported || !KNOWN_METHODS.contains(&method)) {
+            return Reply::error(match cfg.unknown_method {
+                UnknownMethod::ServerError => codes::SERVER_ERROR,
+                UnknownMethod::BadParameters => codes::BAD_PARAMETERS,
+            });
+        }
+    }
     let spec = match validate_submit(p) {
         Ok(s) => s,
         Err(code) => return Reply::error(code),

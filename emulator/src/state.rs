@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::captcha::{TaskSpec, codes};
-use super::config::{Account, CaptchaKind, EmulatorConfig, Fault, Faults};
+use super::config::{Account, BusyThreads, CaptchaKind, EmulatorConfig, Fault, Faults, NoPlan};
 use super::log::RecordedRequest;
 use super::rng::SplitMix64;
 
@@ -32,13 +32,21 @@ pub struct ThreadsInfo {
     pub working_threads: u32,
     /// Whether the plan is active.
     pub plan_active: bool,
+    /// Tasks accepted while every thread was busy and still waiting for one
+    /// ([`crate::BusyThreads::SilentQueue`]; never in threadsinfo replies).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queued: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where a task is at a given moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
-    /// Still being solved (`CAPCHA_NOT_READY`).
+    /// Still being solved, or queued for a thread (`CAPCHA_NOT_READY`).
     Pending,
     /// Answer available.
     Solved,
@@ -55,8 +63,11 @@ pub struct TaskInfo {
     pub kind: CaptchaKind,
     /// Virtual ms at submit.
     pub submitted_at_ms: u64,
-    /// Virtual ms at which it is solved / unsolvable.
+    /// Virtual ms at which it is solved / unsolvable (`u64::MAX` while queued for a thread).
     pub ready_at_ms: u64,
+    /// Virtual ms at which it got a thread (`None` while queued; equal to `submitted_at_ms`
+    /// unless it was queued).
+    pub started_at_ms: Option<u64>,
     /// State at the time of the call.
     pub state: TaskState,
     /// The answer it gives (or will give), `None` for unsolvable tasks.
@@ -88,6 +99,8 @@ pub struct Stats {
     pub bans: u64,
     /// Request-log entries dropped because of `log_limit`.
     pub log_dropped: u64,
+    /// Tasks accepted while every thread was busy (silent-queue mode), since start.
+    pub tasks_queued: u64,
 }
 
 pub(crate) struct AccountState {
@@ -95,6 +108,8 @@ pub(crate) struct AccountState {
     pub task_busy: u32,
     pub external_busy: u32,
     pub sync_busy: u32,
+    /// Silent-queue mode: accepted task ids waiting for a thread, oldest first.
+    pub queue: VecDeque<u64>,
 }
 
 impl AccountState {
@@ -113,7 +128,10 @@ pub(crate) struct Task {
     pub account: usize,
     pub spec: TaskSpec,
     pub submitted_at: u64,
+    /// `u64::MAX` while queued for a thread.
     pub ready_at: u64,
+    pub started_at: Option<u64>,
+    pub solve_ms: u64,
     pub outcome: Outcome,
     pub polls: u32,
 }
@@ -179,9 +197,19 @@ impl State {
             Some(&i) => self.accounts[i].account = a,
             None => {
                 self.by_key.insert(a.key.clone(), self.accounts.len());
-                self.accounts.push(AccountState { account: a, task_busy: 0, external_busy: 0, sync_busy: 0 });
+                self.accounts.push(AccountState {
+                    account: a,
+                    task_busy: 0,
+                    external_busy: 0,
+                    sync_busy: 0,
+                    queue: VecDeque::new(),
+                });
             }
         }
+    }
+
+    pub(crate) fn config(&self) -> &EmulatorConfig {
+        &self.cfg
     }
 
     pub(crate) fn known_keys(&self) -> impl Iterator<Item = &str> {
@@ -196,7 +224,8 @@ impl State {
         &mut self.accounts[i]
     }
 
-    /// Applies everything due by `now`: thread releases and task expiry.
+    /// Applies everything due by `now`, in time order: thread releases (each handing its thread
+    /// to the account's oldest queued task at that moment) and task expiry.
     pub(crate) fn advance(&mut self, now: u64) {
         while let Some(&Reverse((at, _id, acct))) = self.busy_heap.peek() {
             if at > now {
@@ -206,6 +235,7 @@ impl State {
             let a = &mut self.accounts[acct];
             a.task_busy = a.task_busy.saturating_sub(1);
             self.stats.tasks_pending = self.stats.tasks_pending.saturating_sub(1);
+            self.start_queued(acct, at);
         }
         while let Some(&Reverse((at, id))) = self.expire_heap.peek() {
             if at > now {
@@ -224,14 +254,19 @@ impl State {
         }
     }
 
-    /// Resolves the request's key to an account; bad keys count towards a ban.
+    /// Resolves the request's key to an account; bad keys (and keys of accounts without a
+    /// plan answered as [`NoPlan::KeyDoesNotExist`]) count towards a ban.
     pub(crate) fn authenticate(&mut self, ip: IpAddr, key: Option<&str>, now: u64) -> Result<usize, &'static str> {
         self.check_ban(ip, now)?;
         let key = key.map(str::trim).unwrap_or("");
         let err = if !key_well_formed(key) {
             codes::WRONG_USER_KEY
         } else if let Some(&i) = self.by_key.get(key) {
-            return Ok(i);
+            let a = &self.accounts[i].account;
+            if a.plan_active || a.no_plan != NoPlan::KeyDoesNotExist {
+                return Ok(i);
+            }
+            codes::KEY_DOES_NOT_EXIST
         } else {
             codes::KEY_DOES_NOT_EXIST
         };
@@ -247,9 +282,20 @@ impl State {
         Err(err)
     }
 
+    /// The account's thread picture (what threadsinfo reports: `threads` 0 and
+    /// `working_threads` 0 for a planless account answered as [`NoPlan::ZeroThreads`]).
     pub(crate) fn threads_info(&self, acct: usize) -> ThreadsInfo {
         let a = &self.accounts[acct];
-        ThreadsInfo { threads: a.account.threads, working_threads: a.working(), plan_active: a.account.plan_active }
+        let queued = a.queue.len().try_into().unwrap_or(u32::MAX);
+        if !a.account.plan_active && a.account.no_plan == NoPlan::ZeroThreads {
+            return ThreadsInfo { threads: 0, working_threads: 0, plan_active: false, queued };
+        }
+        ThreadsInfo {
+            threads: a.account.threads,
+            working_threads: a.working(),
+            plan_active: a.account.plan_active,
+            queued,
+        }
     }
 
     /// `Ok` when the account may start one more piece of work now.
@@ -261,6 +307,29 @@ impl State {
         Ok(())
     }
 
+    /// Gives free threads of `acct` to its queued tasks, oldest first, as of `at`.
+    pub(crate) fn start_queued(&mut self, acct: usize, at: u64) {
+        loop {
+            let a = &self.accounts[acct];
+            if !a.account.plan_active || a.working() >= a.account.threads {
+                return;
+            }
+            let Some(id) = self.accounts[acct].queue.pop_front() else { return };
+            self.start(id, at);
+        }
+    }
+
+    /// Task `id` takes a thread of its account at `at`: its solve time starts counting.
+    fn start(&mut self, id: u64, at: u64) {
+        let Some(t) = self.tasks.get_mut(&id) else { return };
+        t.started_at = Some(at);
+        t.ready_at = at.saturating_add(t.solve_ms);
+        let (acct, ready_at) = (t.account, t.ready_at);
+        self.accounts[acct].task_busy += 1;
+        self.busy_heap.push(Reverse((ready_at, id, acct)));
+        self.expire_heap.push(Reverse((ready_at.saturating_add(self.cfg.retention_ms), id)));
+    }
+
     fn draw_solve_ms(&self, kind: CaptchaKind, rng: &mut SplitMix64) -> u64 {
         let t = self.cfg.solve_time(kind);
         let a = rng.range(t.min_ms, t.max_ms);
@@ -268,9 +337,16 @@ impl State {
         (a + b) / 2
     }
 
-    /// Accepts a validated task: takes a thread, draws solve time, outcome and answer.
+    /// Accepts a validated task: draws solve time, outcome and answer, and takes a thread, or
+    /// (silent-queue mode, every thread busy) joins the account's queue.
     pub(crate) fn submit(&mut self, acct: usize, spec: TaskSpec, now: u64) -> Result<u64, &'static str> {
-        self.capacity(acct)?;
+        let queue = match self.capacity(acct) {
+            Ok(()) => false,
+            Err(_) if self.accounts[acct].account.plan_active && self.cfg.busy_threads == BusyThreads::SilentQueue => {
+                true
+            }
+            Err(code) => return Err(code),
+        };
         let id = self.next_id;
         self.next_id += self.id_rng.range(1, 37);
         let mut rng = SplitMix64::derived(self.seed, STREAM_TASK, id);
@@ -278,10 +354,6 @@ impl State {
         let unsolvable =
             spec.sitekey.as_ref().is_some_and(|k| self.unsolvable.contains(k)) || rng.chance(self.cfg.unsolvable_rate);
         let outcome = if unsolvable { Outcome::Unsolvable } else { Outcome::Solved(spec.answer.generate(&mut rng)) };
-        let ready_at = now.saturating_add(solve_ms);
-        self.accounts[acct].task_busy += 1;
-        self.busy_heap.push(Reverse((ready_at, id, acct)));
-        self.expire_heap.push(Reverse((ready_at.saturating_add(self.cfg.retention_ms), id)));
         self.stats.tasks_created += 1;
         self.stats.tasks_pending += 1;
         if unsolvable {
@@ -289,7 +361,25 @@ impl State {
         } else {
             self.stats.tasks_solved += 1;
         }
-        self.tasks.insert(id, Task { account: acct, spec, submitted_at: now, ready_at, outcome, polls: 0 });
+        self.tasks.insert(
+            id,
+            Task {
+                account: acct,
+                spec,
+                submitted_at: now,
+                ready_at: u64::MAX,
+                started_at: None,
+                solve_ms,
+                outcome,
+                polls: 0,
+            },
+        );
+        if queue {
+            self.accounts[acct].queue.push_back(id);
+            self.stats.tasks_queued += 1;
+        } else {
+            self.start(id, now);
+        }
         Ok(id)
     }
 
@@ -310,9 +400,12 @@ impl State {
         Ok((ms, answer))
     }
 
-    pub(crate) fn sync_release(&mut self, acct: usize) {
+    /// A `/solve.php` image is answered at `now`: its thread goes back (to a queued task first).
+    pub(crate) fn sync_release(&mut self, acct: usize, now: u64) {
+        self.advance(now);
         let a = &mut self.accounts[acct];
         a.sync_busy = a.sync_busy.saturating_sub(1);
+        self.start_queued(acct, now);
     }
 
     pub(crate) fn task_info(&self, id: u64, now: u64) -> Option<TaskInfo> {
@@ -327,6 +420,7 @@ impl State {
             kind: t.spec.kind,
             submitted_at_ms: t.submitted_at,
             ready_at_ms: t.ready_at,
+            started_at_ms: t.started_at,
             state,
             answer: match &t.outcome {
                 Outcome::Solved(a) => Some(a.clone()),
