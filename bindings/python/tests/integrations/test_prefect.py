@@ -1,0 +1,125 @@
+"""Prefect 3: a flow whose tasks solve through the integration against the emulator, on a
+temporary Prefect server and home (prefect_test_harness; nothing global is touched): the global
+concurrency limit as the thread budget, retries refused for permanent failures. Needs prefect
+(target/venv-prefect, made by integrations.sh)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="prefect-home-")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+pytest.importorskip("prefect", reason="Prefect tests run in target/venv-prefect (integrations.sh)")
+
+from prefect import flow  # noqa: E402
+from prefect.blocks.system import Secret  # noqa: E402
+from prefect.client.orchestration import get_client  # noqa: E402
+from prefect.testing.utilities import prefect_test_harness  # noqa: E402
+
+from captchaai_engine import Config, PermanentError, TransientError  # noqa: E402
+from captchaai_engine.integrations.prefect import LIMIT, captchaai_task, size_limit_to_plan, solve  # noqa: E402
+from emulated import KEY, THREADS, UNKNOWN_KEY, recaptcha_task  # noqa: E402
+
+REGIONS = ["north", "south", "east", "west"]
+ATTEMPTS: list = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def prefect_server():
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture
+def secret():
+    def save(key: str) -> None:
+        Secret(value=key).save("captchaai-api-key", overwrite=True)
+
+    save(KEY)
+    return save
+
+
+def set_limit(size: int) -> None:
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(LIMIT, size)
+
+
+@captchaai_task(retries=2, retry_delay_seconds=0)
+def export_region(region: str, base_url: str, time_scale: float) -> dict:
+    """What a real task does: solve, use the token at once, return the result (never the token)."""
+    ATTEMPTS.append(region)
+    solution = solve(recaptcha_task(), config=Config(base_url=base_url), time_scale=time_scale,
+                     timeout_seconds=120)
+    assert solution.answer
+    return {"region": region, "task_id": solution.task_id,
+            "span": (solution.submitted_at, solution.solved_at)}
+
+
+@flow
+def portal_flow(base_url: str, time_scale: float) -> list:
+    futures = [export_region.submit(region, base_url, time_scale) for region in REGIONS]
+    return [future.result() for future in futures]
+
+
+@flow
+def one_region(base_url: str, time_scale: float):
+    """Runs one region's task and returns its failure (the task's state must be failed)."""
+    state = export_region(REGIONS[0], base_url, time_scale, return_state=True)
+    assert state.is_failed(), state
+    return state.result(raise_on_failure=False)
+
+
+def test_a_flow_run_solves_each_region_within_the_thread_budget(captchaai_emulator, secret):
+    set_limit(1)
+    results = portal_flow(captchaai_emulator.base_url, captchaai_emulator.time_scale)
+    assert sorted(r["region"] for r in results) == sorted(REGIONS)
+    assert all(r["task_id"] for r in results)
+    assert captchaai_emulator.paths().count("/in.php") == 4
+    # One slot: no two solves were ever in flight at once (times from the solvers' shared clock).
+    spans = sorted(r["span"] for r in results)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert end <= start, f"two solves overlapped under a limit of 1: {spans}"
+
+
+def test_a_permanent_failure_is_not_retried(captchaai_emulator, secret):
+    set_limit(THREADS)
+    secret(UNKNOWN_KEY)
+    ATTEMPTS.clear()
+
+    error = one_region(captchaai_emulator.base_url, captchaai_emulator.time_scale)
+    assert isinstance(error, PermanentError)
+    assert error.code == "ERROR_KEY_DOES_NOT_EXIST" and UNKNOWN_KEY not in repr(error)
+    assert ATTEMPTS == [REGIONS[0]], "retries=2, but a permanent failure must run once"
+
+
+def test_a_transient_failure_is_retried(secret):
+    import socket
+
+    set_limit(THREADS)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    ATTEMPTS.clear()
+
+    assert isinstance(one_region(f"http://127.0.0.1:{port}", 1000.0), TransientError)
+    assert ATTEMPTS == [REGIONS[0]] * 3
+
+
+def test_the_limit_is_sized_to_the_plan(captchaai_emulator, secret):
+    size = size_limit_to_plan(config=Config(base_url=captchaai_emulator.base_url),
+                              time_scale=captchaai_emulator.time_scale, spare=1)
+    assert size == THREADS - 1
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name(LIMIT).limit == THREADS - 1
+
+
+def test_a_missing_limit_refuses_to_run_unthrottled(captchaai_emulator, secret):
+    with pytest.raises(Exception) as refused:
+        solve(recaptcha_task(), config=Config(base_url=captchaai_emulator.base_url),
+              time_scale=captchaai_emulator.time_scale, limit="no-such-limit")
+    assert type(refused.value).__name__ == "ConcurrencySlotAcquisitionError"  # Prefect's (private module)
+    assert captchaai_emulator.paths() == []
