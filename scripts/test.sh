@@ -6,6 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
+# redis-server for the key-value tests on Redis (the edge under real Spin, the serve host).
+if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "test: installing redis-server with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >/dev/null; }
+fi
+
 echo "== format and lint"
 cargo fmt --all --check
 cargo fmt --manifest-path edge/Cargo.toml --check
