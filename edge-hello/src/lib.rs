@@ -21,6 +21,7 @@
 //! | `GET /big?n=N` | nothing | `N` bytes of `a` (capped at 16 MiB), `text/plain` |
 //! | `GET /probe?url=U&var=N&ms=M` | variable + KV counter + outbound GET + sleep, in one request | `{"var_len":…,"counter":…,"status":…,"slept_ms":…}` |
 //! | `GET /trap` | panics (the instance traps; host → 500) | — |
+//! | `GET /spin` | loops forever without calling the host (host: deadline → interrupt, 503) | — |
 //!
 //! Anything else: 404 `{"error":"not found"}`.
 
@@ -132,6 +133,13 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
             ))
         }
         (&Method::GET, "/trap") => panic!("edge-hello: /trap requested"),
+        (&Method::GET, "/spin") => {
+            // Busy forever without calling the host: only epoch interruption can stop it.
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        }
         _ => Ok(json(StatusCode::NOT_FOUND, serde_json::json!({ "error": "not found" }))),
     }
 }

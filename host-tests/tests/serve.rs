@@ -21,6 +21,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use host_tests::serve::{Allocation, KvBackend, ServeConfig, Server};
 
+mod serve_support;
+
 /// Every request and startup in these tests must finish within this.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -199,7 +201,7 @@ async fn key_value_in_memory() {
     let server = start(config()).await;
     let http = Http::new(&server);
     kv_round(&http).await;
-    assert_eq!(server.kv_snapshot(), BTreeMap::from([("beta".to_owned(), b"2".to_vec())]));
+    assert_eq!(server.kv_snapshot().await.unwrap(), BTreeMap::from([("beta".to_owned(), b"2".to_vec())]));
     // Only the `default` store exists.
     let reply = http.get("/kv-open?label=other").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
@@ -213,41 +215,50 @@ async fn key_value_in_memory() {
     for status in futures_util::future::join_all(writes).await {
         assert_eq!(status, StatusCode::OK);
     }
-    assert_eq!(server.kv_snapshot().len(), 17);
+    assert_eq!(server.kv_snapshot().await.unwrap().len(), 17);
     server.shutdown().await;
 }
 
-#[tokio::test]
-async fn key_value_file_persists_across_restarts() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-kv-{}", std::process::id()));
-    let file = dir.join("kv.json");
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut cfg = config();
-    cfg.kv = KvBackend::File(file.clone());
+/// spin:key-value over a store that outlives the server: everything written is there after a
+/// restart of the serve host (`restart_store` gives the backend of the next start).
+async fn key_value_survives_restarts(cfg: ServeConfig) {
     let server = start(cfg.clone()).await;
     let http = Http::new(&server);
     kv_round(&http).await;
     let binary: Vec<u8> = (0..=255).collect();
     assert_eq!(http.send(Method::PUT, "/kv/bin", Bytes::from(binary.clone())).await.status, StatusCode::OK);
     server.shutdown().await;
-    let on_disk: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    assert_eq!(on_disk["format"], "host-tests-kv/1");
 
-    let server = start(cfg).await;
+    let server = start(cfg.clone()).await;
     let http = Http::new(&server);
     assert_eq!(http.get("/kv-keys").await.json()["keys"], serde_json::json!(["beta", "bin"]));
     assert_eq!(http.get("/kv/beta").await.json()["value"], "2");
-    assert_eq!(server.kv_snapshot()["bin"], binary);
+    assert_eq!(server.kv_snapshot().await.unwrap()["bin"], binary);
     // The probe counter survives restarts too.
     assert_eq!(http.get("/probe").await.json()["counter"], 1);
     assert_eq!(http.get("/probe").await.json()["counter"], 2);
     server.shutdown().await;
-    let mut cfg = config();
-    cfg.kv = KvBackend::File(file.clone());
     let server = start(cfg).await;
     assert_eq!(Http::new(&server).get("/probe").await.json()["counter"], 3);
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn key_value_sqlite_survives_restarts() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-kv-sqlite-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = config();
+    cfg.kv = KvBackend::Sqlite(dir.join("sqlite_key_value.db"));
+    key_value_survives_restarts(cfg).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn key_value_redis_survives_restarts() {
+    let Some(redis) = serve_support::RedisServer::start("serve") else { return };
+    let mut cfg = config();
+    cfg.kv = KvBackend::Redis(redis.url());
+    key_value_survives_restarts(cfg).await;
 }
 
 #[tokio::test]
@@ -329,6 +340,7 @@ async fn a_full_instance_pool_answers_503_and_on_demand_has_no_cap() {
     .await;
     let statuses: Vec<StatusCode> = replies.iter().map(|r| r.status).collect();
     assert_eq!(statuses, [StatusCode::OK, StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE]);
+    assert_eq!(replies[2].json()["code"], "busy");
     // Slots come back once requests finish.
     assert_eq!(http.get("/").await.status, StatusCode::OK);
     server.shutdown().await;
@@ -368,6 +380,10 @@ async fn traps_and_bad_requests_do_not_take_the_server_down() {
     let http = Http::new(&server);
     let reply = http.get("/trap").await;
     assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+    // A guest trap is a JSON error from the host.
+    assert_eq!(reply.content_type.as_deref(), Some("application/json"));
+    assert_eq!(reply.json()["code"], "internal_error");
+    assert_eq!(reply.json()["class"], "host");
     assert_eq!(http.get("/").await.status, StatusCode::OK);
 
     // Garbage on the wire: hyper answers 400 (or closes), the server keeps serving.
@@ -467,8 +483,12 @@ async fn bad_configurations_fail_to_start() {
 async fn cli_serves_and_reads_the_environment() {
     use tokio::io::AsyncBufReadExt;
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-cache");
+    let state = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-cli-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
         .args(["serve", "--listen", "127.0.0.1:0", "--quiet-guest", "--variable", "flag_var=flag-secret-1"])
+        .arg("--state-dir")
+        .arg(&state)
         .arg("--component")
         .arg(hello_wasm())
         .arg("--cache-dir")
@@ -487,6 +507,9 @@ async fn cli_serves_and_reads_the_environment() {
     assert_eq!(http.get("/var?name=env_var").await.json()["value"], "env-secret-2");
     assert_eq!(http.get("/var?name=flag_var").await.json()["value"], "flag-secret-1");
     assert_eq!(http.get("/var-strict?name=missing").await.status, StatusCode::INTERNAL_SERVER_ERROR);
+    // The default store is SQLite in --state-dir (Spin's file name).
+    assert_eq!(http.get("/probe").await.json()["counter"], 1);
+    assert!(state.join("sqlite_key_value.db").exists());
 
     let pid = child.id().expect("pid");
     // SIGTERM to the child this test spawned (by its pid).

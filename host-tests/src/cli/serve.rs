@@ -1,5 +1,5 @@
 //! `host-tests serve`: serves a spin-sdk 7 HTTP component with [`crate::serve`] until
-//! SIGINT/SIGTERM. Prints `serving http://ADDR` on stdout once listening; a summary (variable
+//! SIGINT/SIGTERM (graceful: see [`Server::shutdown`]). Prints `serving http://ADDR` on stdout once listening; a summary (variable
 //! names, never values) goes to stderr.
 
 use std::net::SocketAddr;
@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::serve::{Allocation, KvBackend, ServeConfig, Server, variables};
+use std::time::Duration;
+
+use crate::serve::kv::{SQLITE_FILE, backend_from_runtime_config};
+use crate::serve::{Allocation, KvBackend, Limits, ServeConfig, Server, variables};
 
 /// Flags of `host-tests serve`. (No `Debug`: `--variable` values are secrets.)
 #[derive(Args)]
@@ -22,10 +25,17 @@ pub struct ServeArgs {
     /// An application variable, NAME=VALUE (wins over SPIN_VARIABLE_NAME). Repeatable.
     #[arg(long = "variable", value_name = "NAME=VALUE")]
     pub variables: Vec<String>,
-    /// Key-value backend for the `default` store: `memory` or `file:PATH` (JSON, rewritten on
-    /// every change).
-    #[arg(long, default_value = "memory", value_name = "memory|file:PATH")]
-    pub kv: KvBackend,
+    /// The `default` key-value store: `memory`, `sqlite:PATH` or `redis://HOST[:PORT]`.
+    /// Default: SQLite in --state-dir (like `spin up`).
+    #[arg(long, value_name = "memory|sqlite:PATH|redis://…", conflicts_with = "runtime_config_file")]
+    pub kv: Option<KvBackend>,
+    /// Where the default SQLite store lives: DIR/sqlite_key_value.db (Spin's file name and table).
+    #[arg(long, value_name = "DIR", default_value = ".spin")]
+    pub state_dir: PathBuf,
+    /// A Spin runtime config file; its `[key_value_store.default]` (`type = "redis"` + `url`,
+    /// or `type = "spin"` + `path`) chooses the store.
+    #[arg(long, value_name = "FILE")]
+    pub runtime_config_file: Option<PathBuf>,
     /// An allowed outbound destination, `scheme://host[:port]` (`*` wildcards as in Spin).
     /// Repeatable; added to the manifest's allowed_outbound_hosts.
     #[arg(long = "allow-outbound", value_name = "URL")]
@@ -50,6 +60,24 @@ pub struct ServeArgs {
     /// Linear memory cap per pooled instance, MiB.
     #[arg(long, default_value_t = 512)]
     pub max_memory_mib: usize,
+    /// Seconds a connection has to send a whole request head.
+    #[arg(long, default_value_t = Limits::default().header_read_timeout.as_secs())]
+    pub header_timeout_secs: u64,
+    /// Longest pause in a request body, seconds.
+    #[arg(long, default_value_t = Limits::default().body_timeout.as_secs())]
+    pub body_timeout_secs: u64,
+    /// A request's deadline, seconds: a guest still running then is interrupted (JSON 503).
+    #[arg(long, default_value_t = Limits::default().request_timeout.as_secs())]
+    pub request_timeout_secs: u64,
+    /// Connections served at once (more get a JSON 503).
+    #[arg(long, default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
+    /// Largest request body, bytes (413 beyond).
+    #[arg(long, default_value_t = Limits::default().max_body_bytes)]
+    pub max_body_bytes: u64,
+    /// On SIGTERM/SIGINT, seconds in-flight requests may still run (then a JSON 503).
+    #[arg(long, default_value_t = Limits::default().shutdown_grace.as_secs())]
+    pub shutdown_grace_secs: u64,
 }
 
 impl ServeArgs {
@@ -65,7 +93,24 @@ impl ServeArgs {
             let (name, value) = variables::parse_assignment(flag)?;
             cfg.variables.insert(name, value);
         }
-        cfg.kv = self.kv.clone();
+        cfg.kv = match (&self.kv, &self.runtime_config_file) {
+            (Some(kv), _) => kv.clone(),
+            (None, Some(file)) => backend_from_runtime_config(file)?
+                .unwrap_or_else(|| KvBackend::Sqlite(self.state_dir.join(SQLITE_FILE))),
+            (None, None) => KvBackend::Sqlite(self.state_dir.join(SQLITE_FILE)),
+        };
+        if self.max_connections == 0 {
+            anyhow::bail!("--max-connections must be at least 1");
+        }
+        cfg.limits = Limits {
+            header_read_timeout: Duration::from_secs(self.header_timeout_secs.max(1)),
+            body_timeout: Duration::from_secs(self.body_timeout_secs.max(1)),
+            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
+            max_connections: self.max_connections,
+            max_body_bytes: self.max_body_bytes,
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            ..Limits::default()
+        };
         cfg.allowed_outbound = self.allow_outbound.clone();
         cfg.manifest = self.manifest.clone();
         cfg.component_name = self.component_name.clone();
@@ -84,10 +129,7 @@ impl ServeArgs {
 /// Runs `serve`.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cfg = args.config()?;
-    let kv = match &cfg.kv {
-        KvBackend::Memory => "memory".to_owned(),
-        KvBackend::File(path) => format!("file {}", path.display()),
-    };
+    let kv = cfg.kv.to_string();
     let server = Server::start(cfg).await.context("starting the server")?;
     let load = server.load_stats();
     eprintln!(

@@ -6,25 +6,36 @@
 //!   `SPIN_VARIABLE_<NAME>` entries of [`ServeConfig::env`], or, with a manifest, exactly the
 //!   component's `[component.NAME.variables]` templates resolved against them and `[variables]`
 //!   defaults. Values are never printed.
-//! * `spin:key-value@3.0.0`: the `default` store, shared by all requests, in memory or in a JSON
-//!   file ([`KvBackend`]).
+//! * `wasi:keyvalue/{store,atomics,batch}@0.2.0-draft2` (as Spin 4.1) and `spin:key-value@3.0.0`:
+//!   the `default` store, shared by all requests: in memory, SQLite or Redis ([`KvBackend`],
+//!   [`kv::KvStore`]); increment and compare-and-swap are atomic across processes.
 //! * `allowed_outbound_hosts` enforced on every outbound request (`HttpRequestDenied`, logged
 //!   with scheme, host and port only).
 //! * hyper HTTP/1.1 on [`ServeConfig::listen`], one task per connection; the component is
 //!   compiled once (with an optional on-disk cache), pre-instantiated once, and every request
 //!   gets a fresh `Store` and instance ([`Allocation`]: pooled by default). Request and response
-//!   bodies are streamed. A guest error or trap gives a 500 and a log line (with variable values
-//!   redacted); a full instance pool gives a 503.
+//!   bodies are streamed. A guest error or trap gives a JSON 500 and a log line (with variable
+//!   values redacted); a full instance pool gives a JSON 503.
+//! * Hardening ([`Limits`]): header-read timeout, body idle timeout and size limit, a
+//!   per-request deadline enforced with epoch interruption (a guest stuck in a loop is trapped
+//!   and its instance freed), a connection limit, JSON bodies (`{"code","class":"host",
+//!   "message","retry_after_s"}`) for the host's own 413/414/431/500/503, and a graceful
+//!   shutdown ([`Server::shutdown`]). HTTP/1.0 clients get `Content-Length` or a
+//!   close-delimited body (hyper). `HEAD` goes to the guest like any method (as in Spin; the edge
+//!   app answers it for its GET routes; hyper never sends a body for it).
 //!
 //! Differences from Spin: every route goes to the one component (no `[[trigger.http]]` routing;
 //! the guest sees `spin-matched-route: /...`); no `self` requests, no CIDR ranges in
-//! `allowed_outbound_hosts`, key-value stores other than `default` are not supported; an
+//! `allowed_outbound_hosts`, key-value stores other than `default` are not supported;
+//! `wasi:keyvalue` `list-keys` returns all keys at once; an
 //! instance serves exactly one request (Spin 4 may reuse an instance for several); outbound
 //! requests open a new connection each time.
 
-mod kv;
+mod keyvalue;
+pub mod kv;
 pub mod load;
 pub mod manifest;
+mod net;
 pub mod outbound;
 mod spin;
 pub mod variables;
@@ -36,6 +47,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -47,18 +59,18 @@ use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
-use wasmtime::Store;
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub use kv::KvBackend;
+pub use kv::{KvBackend, KvStore};
 pub use manifest::Manifest;
 pub use outbound::AllowedHosts;
 pub use variables::{ComponentVariables, Redactor};
 
-use kv::KvData;
+use net::Phase;
 use outbound::OutboundHooks;
 use spin::KvAccess;
 
@@ -92,7 +104,59 @@ pub struct ServeConfig {
     pub inherit_stdio: bool,
     /// How instances are allocated (pooled by default).
     pub allocation: Allocation,
+    /// Timeouts and size limits.
+    pub limits: Limits,
 }
+
+/// Timeouts and limits of the HTTP front end. Requests over a limit get a JSON error from the
+/// host and never reach the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A connection must deliver a whole request head within this (else it is closed).
+    pub header_read_timeout: Duration,
+    /// Longest pause between two chunks of a request body (the guest then sees a read error).
+    pub body_timeout: Duration,
+    /// A request's whole life: a guest that has not answered by then is interrupted (epoch
+    /// interruption, also inside a busy loop), its instance freed, and the client gets a JSON
+    /// 503 (`deadline_exceeded`); a response still streaming is cut off.
+    pub request_timeout: Duration,
+    /// Connections served at once; more get a JSON 503 and are closed.
+    pub max_connections: usize,
+    /// Largest request body: a larger `Content-Length` gets 413; a longer chunked body is cut
+    /// off (the guest sees an error).
+    pub max_body_bytes: u64,
+    /// Longest request target (path and query): 414 beyond.
+    pub max_uri_bytes: usize,
+    /// Most request header bytes (names + values) and headers (100): 431 beyond.
+    pub max_header_bytes: usize,
+    /// On shutdown, how long in-flight requests may still run before they get a JSON 503.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    /// 10 s head, 30 s body pause, 60 s per request (the edge's longest wait is 25 s plus its
+    /// upstream timeout), 4,096 connections, 16 MiB body, 8 KiB target, 64 KiB headers, 10 s
+    /// shutdown grace.
+    fn default() -> Limits {
+        Limits {
+            header_read_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            max_connections: 4_096,
+            max_body_bytes: 16 << 20,
+            max_uri_bytes: 8 << 10,
+            max_header_bytes: 64 << 10,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Most request headers (431 beyond).
+const MAX_HEADERS: usize = 100;
+
+/// How often the engine's epoch advances: a running guest yields to the scheduler this often and
+/// is checked against its deadline.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// How wasmtime allocates instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +197,7 @@ impl fmt::Debug for ServeConfig {
             .field("cache_dir", &self.cache_dir)
             .field("inherit_stdio", &self.inherit_stdio)
             .field("allocation", &self.allocation)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -153,6 +218,7 @@ impl ServeConfig {
             cache_dir: None,
             inherit_stdio: true,
             allocation: Allocation::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -169,7 +235,7 @@ pub struct LoadStats {
 /// What every request's store can see: resolved once at start.
 struct Shared {
     variables: ComponentVariables,
-    kv: KvData,
+    kv: KvStore,
     kv_access: KvAccess,
     allowed: Arc<AllowedHosts>,
     redactor: Redactor,
@@ -221,6 +287,7 @@ struct App {
     pre: ServicePre<HostState>,
     shared: Arc<Shared>,
     addr: SocketAddr,
+    limits: Limits,
 }
 
 /// A running server. Dropping it stops accepting connections (like [`Server::shutdown`] without
@@ -228,8 +295,10 @@ struct App {
 pub struct Server {
     app: Arc<App>,
     load: LoadStats,
-    shutdown_tx: watch::Sender<bool>,
+    phase: watch::Sender<Phase>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Stops the epoch ticker thread.
+    ticker_stop: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for Server {
@@ -283,7 +352,7 @@ impl Server {
         };
         allowed.extend(cfg.allowed_outbound.iter().cloned());
         let allowed = AllowedHosts::parse(&allowed)?;
-        let kv = KvData::open(&cfg.kv)?;
+        let kv = KvStore::open(&cfg.kv).await?;
 
         let shared = Arc::new(Shared {
             redactor: vars.redactor(),
@@ -311,11 +380,13 @@ impl Server {
 
         let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
         let addr = listener.local_addr()?;
-        let app = Arc::new(App { engine, pre, shared, addr });
-        let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(listener, app.clone(), shutdown_rx));
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
+        let app = Arc::new(App { engine, pre, shared, addr, limits: cfg.limits });
+        let (phase, phase_rx) = watch::channel(Phase::Running);
+        let task = tokio::spawn(accept_loop(listener, app.clone(), phase_rx));
         let load = LoadStats { compiled, duration: started.elapsed() };
-        Ok(Server { app, load, shutdown_tx, task: Some(task) })
+        Ok(Server { app, load, phase, task: Some(task), ticker_stop })
     }
 
     /// The address actually bound.
@@ -329,8 +400,13 @@ impl Server {
     }
 
     /// A copy of the `default` key-value store (for tests).
-    pub fn kv_snapshot(&self) -> BTreeMap<String, Vec<u8>> {
-        self.app.shared.kv.snapshot()
+    pub async fn kv_snapshot(&self) -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
+        Ok(self.app.shared.kv.snapshot().await?)
+    }
+
+    /// The `default` key-value store itself.
+    pub fn kv(&self) -> &KvStore {
+        &self.app.shared.kv
     }
 
     /// How the component was loaded.
@@ -348,26 +424,77 @@ impl Server {
         &self.app.shared.allowed
     }
 
-    /// Stops accepting, aborts open connections and in-flight requests, and waits for that.
-    pub async fn shutdown(mut self) {
-        let _ = self.shutdown_tx.send(true);
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+    /// Graceful shutdown: stops accepting and closes idle connections at once; requests in
+    /// flight may finish within [`Limits::shutdown_grace`], then those still waiting for their
+    /// response get a JSON 503 (`shutting_down`) and the rest are cut off. Returns when every
+    /// connection is closed.
+    pub async fn shutdown(self) {
+        let grace = self.app.limits.shutdown_grace;
+        self.shutdown_with(tokio::time::sleep(grace)).await;
     }
 
-    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down.
+    /// [`Server::shutdown`], with the grace ending when `grace` completes (or the connections
+    /// are all closed, whichever comes first).
+    async fn shutdown_with(mut self, grace: impl Future<Output = ()>) {
+        self.phase.send_replace(Phase::Draining);
+        let Some(mut task) = self.task.take() else { return };
+        tokio::select! {
+            _ = &mut task => return,
+            _ = grace => {}
+        }
+        self.phase.send_replace(Phase::Stopped);
+        let _ = task.await;
+    }
+
+    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then shuts down gracefully; a second signal
+    /// ends the grace period at once.
     pub async fn run_until_signal(self) -> anyhow::Result<()> {
         wait_for_signal().await?;
-        self.shutdown().await;
+        eprintln!(
+            "serve: stopping: in-flight requests have {} s to finish (signal again to stop now)",
+            self.app.limits.shutdown_grace.as_secs()
+        );
+        let grace = self.app.limits.shutdown_grace;
+        self.shutdown_with(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(grace) => {}
+                _ = wait_for_signal() => {}
+            }
+        })
+        .await;
         Ok(())
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.shutdown_tx.send(true);
+        self.phase.send_replace(Phase::Stopped);
+        self.ticker_stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// Advances `engine`'s epoch every [`EPOCH_TICK`] until `stop`.
+fn spawn_epoch_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("serve-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .expect("spawning the epoch thread");
+}
+
+/// A store for one request: interrupted (trapped) at the first epoch check after `deadline`,
+/// yielding to the scheduler at every tick before.
+fn new_store(engine: &wasmtime::Engine, shared: &Arc<Shared>, deadline: Instant) -> Store<HostState> {
+    let mut store = Store::new(engine, HostState::new(shared.clone()));
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
+    });
+    store
 }
 
 #[cfg(unix)]
@@ -399,6 +526,7 @@ fn engine(allocation: Allocation) -> anyhow::Result<wasmtime::Engine> {
     let mut config = wasmtime::Config::new();
     config.wasm_component_model(true);
     config.wasm_component_model_async(true);
+    config.epoch_interruption(true);
     if let Allocation::Pooling { max_instances, max_memory_bytes } = allocation {
         // A Rust wasip2 component holds a handful of core instances and tables and one or two
         // memories; the totals leave room for that.
@@ -428,7 +556,7 @@ async fn load_blocking(
 
 /// One instantiation in a throwaway store.
 async fn probe(engine: &wasmtime::Engine, pre: &ServicePre<HostState>, shared: &Arc<Shared>) -> anyhow::Result<()> {
-    let mut store = Store::new(engine, HostState::new(shared.clone()));
+    let mut store = new_store(engine, shared, Instant::now() + Duration::from_secs(60));
     pre.instantiate_async(&mut store).await.map_err(anyhow::Error::from).context("instantiating the component")?;
     Ok(())
 }
@@ -467,6 +595,7 @@ fn load(
     wasmtime_wasi::p3::add_to_linker(&mut linker)?;
     wasmtime_wasi_http::p3::add_to_linker(&mut linker)?;
     spin::add_to_linker(&mut linker)?;
+    keyvalue::add_to_linker(&mut linker)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(anyhow::Error::from)
@@ -481,7 +610,7 @@ fn cache_path(dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> PathBuf {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    "serve-p3".hash(&mut hasher);
+    "serve-p3-epoch".hash(&mut hasher);
     bytes.hash(&mut hasher);
     dir.join(format!("spin-component-{:016x}.cwasm", hasher.finish()))
 }
@@ -496,11 +625,11 @@ fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, app: Arc<App>, shutdown: watch::Receiver<bool>) {
-    let stop = shutdown.clone();
-    captchaai_emulator::net::accept_loop(listener, shutdown, move |peer| {
-        let (app, shutdown) = (app.clone(), stop.clone());
-        hyper::service::service_fn(move |req| handle(app.clone(), req, peer, shutdown.clone()))
+async fn accept_loop(listener: TcpListener, app: Arc<App>, phase: watch::Receiver<Phase>) {
+    let stop = phase.clone();
+    net::accept_loop(listener, app.limits, phase, move |peer| {
+        let (app, phase) = (app.clone(), stop.clone());
+        hyper::service::service_fn(move |req| handle(app.clone(), req, peer, phase.clone()))
     })
     .await;
 }
@@ -538,56 +667,221 @@ impl hyper::body::Body for ResponseBody {
     }
 }
 
-fn internal_error() -> Response<ResponseBody> {
-    let mut resp = Response::new(ResponseBody::Fixed(Some(Bytes::from_static(b"Internal Server Error\n"))));
-    *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+/// A JSON error from the host itself: `{"code","class":"host","message","retry_after_s"}`
+/// (the edge app's error shape), with `Retry-After` when `retry_after_s` is given.
+fn host_error(status: StatusCode, code: &str, message: &str, retry_after_s: Option<u32>) -> Response<ResponseBody> {
+    let body = serde_json::json!({
+        "code": code,
+        "class": "host",
+        "message": message,
+        "retry_after_s": retry_after_s,
+    });
+    let mut resp = Response::new(ResponseBody::Fixed(Some(Bytes::from(body.to_string()))));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(seconds) = retry_after_s {
+        resp.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     resp
 }
 
-/// `503 Service Unavailable` with `Retry-After: 1`.
-fn busy() -> Response<()> {
-    let mut resp = Response::new(());
-    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    resp.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    resp
+/// Every pooled instance is busy.
+#[derive(Debug, thiserror::Error)]
+#[error("every pooled instance is busy")]
+struct PoolBusy;
+
+/// How a request's guest task ended without (necessarily) having sent a response head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The guest answered (or its client went away).
+    Done,
+    /// The guest trapped or returned an error.
+    Failed,
+    /// Every pooled instance was busy.
+    Busy,
+    /// [`Limits::request_timeout`] passed.
+    Deadline,
+    /// The server stopped.
+    Stopped,
+}
+
+impl Outcome {
+    /// The response for a request whose guest never sent a head.
+    fn response(self) -> Response<ResponseBody> {
+        match self {
+            Outcome::Done | Outcome::Failed => host_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "the application failed to answer (see the server log)",
+                None,
+            ),
+            Outcome::Busy => host_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "every instance of the application is busy",
+                Some(1),
+            ),
+            Outcome::Deadline => host_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "deadline_exceeded",
+                "the application did not answer within the request deadline",
+                Some(1),
+            ),
+            Outcome::Stopped => {
+                host_error(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is shutting down", Some(1))
+            }
+        }
+    }
+}
+
+/// The host's checks before a request reaches the guest: target length (414), header count
+/// and size (431), declared body size (413).
+fn check_limits(limits: &Limits, req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len())
+        + req.uri().authority().map_or(0, |a| a.as_str().len());
+    if target > limits.max_uri_bytes {
+        let message = format!("the request target is longer than {} bytes", limits.max_uri_bytes);
+        return Some(host_error(StatusCode::URI_TOO_LONG, "uri_too_long", &message, None));
+    }
+    let header_bytes: usize = req.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+    if req.headers().len() > MAX_HEADERS || header_bytes > limits.max_header_bytes {
+        let message =
+            format!("more than {MAX_HEADERS} request headers or {} bytes of them", limits.max_header_bytes);
+        return Some(host_error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", &message, None));
+    }
+    let declared = req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body_bytes) {
+        let message = format!("the request body is larger than {} bytes", limits.max_body_bytes);
+        let mut resp = host_error(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", &message, None);
+        // The unread body cannot be skipped cheaply: close the connection after answering.
+        resp.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        return Some(resp);
+    }
+    None
+}
+
+/// The request body as the guest reads it: fails with `connection-read-timeout` after
+/// [`Limits::body_timeout`] without data, and with `http-request-body-size` past
+/// [`Limits::max_body_bytes`].
+struct GuardedBody {
+    inner: Incoming,
+    idle: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    read: u64,
+    max: u64,
+}
+
+impl GuardedBody {
+    fn new(inner: Incoming, limits: &Limits) -> GuardedBody {
+        GuardedBody {
+            inner,
+            idle: limits.body_timeout,
+            timer: Box::pin(tokio::time::sleep(limits.body_timeout)),
+            read: 0,
+            max: limits.max_body_bytes,
+        }
+    }
+}
+
+impl hyper::body::Body for GuardedBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, wasmtime_wasi_http::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.read = this.read.saturating_add(data.len() as u64);
+                    if this.read > this.max {
+                        return Poll::Ready(Some(Err(wasmtime_wasi_http::Error::HttpRequestBodySize(Some(this.read)))));
+                    }
+                }
+                let next = tokio::time::Instant::now() + this.idle;
+                this.timer.as_mut().reset(next);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => match this.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(wasmtime_wasi_http::Error::ConnectionReadTimeout))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// One HTTP request: runs the guest in its own task (which outlives this function while it
-/// streams the body) and answers with its response head, or 500.
+/// streams the body) and answers with its response head, or a JSON error from the host.
 async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
     peer: SocketAddr,
-    shutdown: watch::Receiver<bool>,
+    phase: watch::Receiver<Phase>,
 ) -> Result<Response<ResponseBody>, Infallible> {
+    if let Some(resp) = check_limits(&app.limits, &req) {
+        return Ok(resp);
+    }
     let what = format!("{} {}", req.method(), req.uri().path());
-    let req = spin_request(req, app.addr, peer);
+    let limits = app.limits;
+    let req = spin_request(req, app.addr, peer).map(|body| GuardedBody::new(body, &limits));
+    let deadline = Instant::now() + limits.request_timeout;
     let (head_tx, head_rx) = oneshot::channel();
     let (body_tx, body_rx) = mpsc::channel(8);
     let task_app = app.clone();
-    let mut shutdown = shutdown;
-    tokio::spawn(async move {
-        let run = run_guest(&task_app, req, head_tx, body_tx);
+    let mut task_phase = phase.clone();
+    let guest = tokio::spawn(async move {
+        let run = tokio::time::timeout_at(deadline.into(), run_guest(&task_app, req, head_tx, body_tx, deadline));
         tokio::select! {
-            result = run => {
-                if let Err(e) = result {
-                    let text = task_app.shared.redactor.redact(&format!("{e:#}"));
-                    eprintln!("serve: {what}: guest failed: {text}");
+            result = run => match result {
+                Ok(Ok(())) => Outcome::Done,
+                Ok(Err(e)) if e.downcast_ref::<PoolBusy>().is_some() => {
+                    eprintln!("serve: {what}: all pooled instances are busy; answered 503");
+                    Outcome::Busy
                 }
-            }
-            _ = shutdown.wait_for(|stop| *stop) => {}
+                Ok(Err(e)) => {
+                    let late = Instant::now() >= deadline;
+                    let text = task_app.shared.redactor.redact(&format!("{e:#}"));
+                    if late {
+                        eprintln!("serve: {what}: interrupted at the request deadline: {text}");
+                        Outcome::Deadline
+                    } else {
+                        eprintln!("serve: {what}: guest failed: {text}");
+                        Outcome::Failed
+                    }
+                }
+                Err(_elapsed) => {
+                    eprintln!("serve: {what}: the request deadline ({} s) passed; instance dropped", limits.request_timeout.as_secs());
+                    Outcome::Deadline
+                }
+            },
+            _ = net::stopped(&mut task_phase) => Outcome::Stopped,
         }
     });
-    match head_rx.await {
-        Ok(head) => Ok(Response::from_parts(head, ResponseBody::Streamed(body_rx))),
-        Err(_) => Ok(internal_error()),
+    let mut phase = phase;
+    tokio::select! {
+        head = head_rx => match head {
+            Ok(head) => Ok(Response::from_parts(head, ResponseBody::Streamed(body_rx))),
+            Err(_) => Ok(guest.await.unwrap_or(Outcome::Failed).response()),
+        },
+        _ = net::stopped(&mut phase) => Ok(Outcome::Stopped.response()),
     }
 }
 
 /// Gives the guest what Spin gives it: an absolute URI (`http://HOST/path?query`) and the
 /// `spin-*` headers of a component mounted at `/...`.
-fn spin_request(req: Request<Incoming>, local: SocketAddr, peer: SocketAddr) -> Request<Incoming> {
+fn spin_request<B>(req: Request<B>, local: SocketAddr, peer: SocketAddr) -> Request<B> {
     let (mut parts, body) = req.into_parts();
     let authority = parts
         .headers
@@ -622,24 +916,22 @@ fn spin_request(req: Request<Incoming>, local: SocketAddr, peer: SocketAddr) -> 
     Request::from_parts(parts, body)
 }
 
-/// Instantiates the component in a fresh store, calls its handler, sends the response head on
+/// Instantiates the component in a fresh store (interrupted at `deadline`), calls its handler, sends the response head on
 /// `head_tx` and streams the body into `body_tx` (all inside `run_concurrent`, which must keep
 /// running while the guest writes its body). An `Err` is a guest failure to log.
 async fn run_guest(
     app: &App,
-    req: Request<Incoming>,
+    req: Request<GuardedBody>,
     head_tx: oneshot::Sender<http::response::Parts>,
     body_tx: mpsc::Sender<FrameResult>,
+    deadline: Instant,
 ) -> anyhow::Result<()> {
-    let mut store = Store::new(&app.engine, HostState::new(app.shared.clone()));
+    let mut store = new_store(&app.engine, &app.shared, deadline);
     let service = match app.pre.instantiate_async(&mut store).await {
         Ok(service) => service,
+        // Every pooled instance is busy: the caller answers 503 (downcasts this error).
         Err(e) if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some() => {
-            // Every pooled instance is busy: tell the client to come back (empty body).
-            let (head, ()) = busy().into_parts();
-            let _ = head_tx.send(head);
-            eprintln!("serve: all pooled instances are busy; answered 503");
-            return Ok(());
+            return Err(anyhow::Error::new(PoolBusy));
         }
         Err(e) => return Err(anyhow::Error::from(e).context("instantiating the component")),
     };

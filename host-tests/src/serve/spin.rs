@@ -1,6 +1,7 @@
 //! Host implementations of `spin:variables/variables@3.0.0` and `spin:key-value/key-value@3.0.0`,
 //! from bindings generated over the WIT files copied from spin-sdk 7.0.0 (`host-tests/wit-spin`).
-//! Every function of both interfaces is `async` in WIT, so each takes an `Accessor`.
+//! Every function of both interfaces is `async` in WIT, so each takes an `Accessor`. The
+//! key-value store is the same [`super::kv::KvStore`] `wasi:keyvalue` uses.
 
 use wasmtime::component::{Accessor, FutureReader, HasData, Linker, Resource, StreamReader};
 
@@ -85,7 +86,7 @@ impl key_value::HostStore for &mut HostState {
 }
 
 /// The shared data behind an open store handle (checks the handle belongs to this instance).
-fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<super::kv::KvData, key_value::Error> {
+fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<super::kv::KvStore, key_value::Error> {
     accessor.with(|mut access| {
         let state: &mut HostState = access.get();
         match state.table.get(store) {
@@ -93,6 +94,10 @@ fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<s
             Err(e) => Err(key_value::Error::Other(format!("invalid store handle: {e}"))),
         }
     })
+}
+
+fn kv_error(e: super::kv::KvError) -> key_value::Error {
+    key_value::Error::Other(e.to_string())
 }
 
 impl<T> key_value::HostStoreWithStore<T> for Spin {
@@ -125,7 +130,7 @@ impl<T> key_value::HostStoreWithStore<T> for Spin {
         store: Resource<KvHandle>,
         key: String,
     ) -> Result<Option<Vec<u8>>, key_value::Error> {
-        Ok(data(accessor, &store)?.get(&key))
+        data(accessor, &store)?.get(&key).await.map_err(kv_error)
     }
 
     async fn set(
@@ -135,7 +140,7 @@ impl<T> key_value::HostStoreWithStore<T> for Spin {
         value: Vec<u8>,
     ) -> Result<(), key_value::Error> {
         let kv = data(accessor, &store)?;
-        kv.set(key, value).await.map_err(|e| key_value::Error::Other(format!("{e:#}")))
+        kv.set(&key, value).await.map_err(kv_error)
     }
 
     async fn delete(
@@ -144,7 +149,7 @@ impl<T> key_value::HostStoreWithStore<T> for Spin {
         key: String,
     ) -> Result<(), key_value::Error> {
         let kv = data(accessor, &store)?;
-        kv.delete(&key).await.map_err(|e| key_value::Error::Other(format!("{e:#}")))
+        kv.delete(&key).await.map_err(kv_error)
     }
 
     async fn exists(
@@ -152,17 +157,20 @@ impl<T> key_value::HostStoreWithStore<T> for Spin {
         store: Resource<KvHandle>,
         key: String,
     ) -> Result<bool, key_value::Error> {
-        Ok(data(accessor, &store)?.exists(&key))
+        data(accessor, &store)?.exists(&key).await.map_err(kv_error)
     }
 
     async fn get_keys(
         accessor: &Accessor<T, Self>,
         store: Resource<KvHandle>,
     ) -> wasmtime::Result<(StreamReader<String>, FutureReader<Result<(), key_value::Error>>)> {
-        let keys = data(accessor, &store);
+        let keys = match data(accessor, &store) {
+            Ok(kv) => kv.keys().await.map_err(kv_error),
+            Err(e) => Err(e),
+        };
         accessor.with(|mut access| {
             let (keys, result) = match keys {
-                Ok(kv) => (kv.keys(), Ok(())),
+                Ok(keys) => (keys, Ok(())),
                 Err(e) => (Vec::new(), Err(e)),
             };
             let stream = StreamReader::new(&mut access, keys)?;

@@ -1,0 +1,73 @@
+//! Shared by the serve tests: a real redis-server on a free loopback port, started and stopped
+//! by the test itself.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A redis-server child on 127.0.0.1 (no persistence), killed when dropped.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts redis-server, or returns `None` (after printing why) if the binary is missing.
+    /// Panics if it is present but does not come up within 10 s.
+    pub fn start(name: &str) -> Option<RedisServer> {
+        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        if Command::new(&binary).arg("--version").stdout(Stdio::null()).status().is_err() {
+            eprintln!(
+                "SKIPPED: {binary} is not installed (apt-get update && apt-get install -y redis-server, \
+                 or set REDIS_SERVER); the Redis store tests did not run"
+            );
+            return None;
+        }
+        let port = free_port();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new(&binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning redis-server");
+        let server = RedisServer { child, port, dir };
+        let started = Instant::now();
+        loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                use std::io::{Read, Write};
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                let mut buf = [0u8; 16];
+                if s.write_all(b"PING\r\n").is_ok() && s.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(b"+PONG")) {
+                    return Some(server);
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not answer on port {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
