@@ -239,7 +239,7 @@ def account_answers(binary: Path) -> list[str]:
 
     def busy_threads() -> None:
         """Default mode, a 1-thread plan: the second solve is refused with ERROR_ZERO_BALANCE,
-        diagnosed with threadsinfo, waits ~8-11 s for the first task's thread (12 s solve),
+        diagnosed with threadsinfo, waits ~8-11 s for the first task's thread (6 s solve),
         resubmits and is solved."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             first = pool.submit(solve, busy)
