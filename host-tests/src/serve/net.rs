@@ -40,9 +40,15 @@ pub(crate) async fn stopped(phase: &mut watch::Receiver<Phase>) {
 }
 
 /// The response for a connection over [`Limits::max_connections`].
-const TOO_MANY_CONNECTIONS: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-retry-after: 1\r\nconnection: close\r\ncontent-length: 109\r\n\r\n\
-{\"code\":\"too_many_connections\",\"class\":\"host\",\"message\":\"the server is at its connection limit\",\"retry_after_s\":1}";
+fn too_many_connections() -> Vec<u8> {
+    let body = r#"{"code":"too_many_connections","class":"host","message":"the server is at its connection limit","retry_after_s":1}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// Accepts connections until the phase leaves [`Phase::Running`], serves each on its own task,
 /// and returns once every connection is closed.
@@ -79,7 +85,7 @@ pub(crate) async fn accept_loop<S, B>(
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     conns.spawn(async move {
-                        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(TOO_MANY_CONNECTIONS)).await;
+                        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&too_many_connections())).await;
                         let _ = stream.shutdown().await;
                     });
                     continue;
