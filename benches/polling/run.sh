@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Polling-schedule benchmark (issue 10): polls per solve and answer-to-client delay per captcha
+# type for this engine's tables (native engine, virtual clock), the official captchaai 1.0.1
+# SDK's defaults and 2captcha-python 2.1.2's (each driven through its own code on a virtual
+# clock). Makes its venv under target/polling-venv. Prints a Markdown table.
+# Usage: benches/polling/run.sh [--solves N] [--seed S]   (~1 minute after the build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release --quiet --manifest-path benches/polling/Cargo.toml --target-dir target/polling
+venv=target/polling-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check captchaai==1.0.1 2captcha-python==2.1.2
+exec "$venv/bin/python" benches/polling/polling.py --engine target/polling/release/polling-bench "$@"
