@@ -35,7 +35,8 @@ struct TypeInput {
 /// One solve: (polls, delay from ready to seen), or a message.
 fn run(task: &str, solve_ms: u64, initial_wait_ms: Option<u64>) -> Result<(u32, u64), String> {
     let config = Config { initial_wait_ms, ..Config::default() };
-    let mut solve = Solve::from_json(task, KEY, &config, T0).map_err(|f| format!("create: {} {}", f.code, f.message))?;
+    let mut solve =
+        Solve::from_json(task, KEY, &config, T0).map_err(|f| format!("create: {} {}", f.code, f.message))?;
     let mut now = T0;
     let mut ready_at = None;
     let mut output = solve.poll_output(now).map_err(|m| format!("{m:?}"))?;
@@ -74,8 +75,9 @@ fn answer_for(task: &str) -> String {
     let answer = match kind.as_str() {
         "grid" | "bls" => "[1,4]".to_owned(),
         "geetest_v3" => r#"{"challenge":"c","validate":"v","seccode":"s|jordan"}"#.to_owned(),
-        "geetest_v4" => r#"{"captcha_id":"x","lot_number":"l","pass_token":"p","gen_time":"1","captcha_output":"o"}"#
-            .to_owned(),
+        "geetest_v4" => {
+            r#"{"captcha_id":"x","lot_number":"l","pass_token":"p","gen_time":"1","captcha_output":"o"}"#.to_owned()
+        }
         "lemin" => r#"{"answer":"0xa","challenge_uuid":"u"}"#.to_owned(),
         _ => "03AFcWeA-token".to_owned(),
     };
@@ -92,7 +94,11 @@ fn main() -> Result<(), String> {
         let rows = t
             .solve_ms
             .iter()
-            .map(|&ms| run(&task, ms, t.initial_wait_ms).map(|(p, d)| serde_json::json!([p, d])).map_err(|e| format!("{}: {e}", t.name)))
+            .map(|&ms| {
+                run(&task, ms, t.initial_wait_ms)
+                    .map(|(p, d)| serde_json::json!([p, d]))
+                    .map_err(|e| format!("{}: {e}", t.name))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         out.insert(t.name.clone(), serde_json::Value::Array(rows));
     }
