@@ -24,7 +24,9 @@
 //! - Busy threads (an active plan with every thread working): `ERROR_ZERO_BALANCE` by default;
 //!   [`BusyThreads::SilentQueue`] (`--busy-threads silent-queue`) accepts the task instead and
 //!   queues it per account, first in first out: `CAPCHA_NOT_READY` until a thread frees, then
-//!   its drawn solve time runs from that moment. Queued tasks are not `working_threads`.
+//!   its drawn solve time runs from that moment. Queued tasks are not `working_threads`; they
+//!   wait while the plan is inactive and start when threads free up, the cap is raised or the
+//!   plan is reactivated (through the control API). A task the client gave up on still runs.
 //! - Accounts without a plan: [`NoPlan`] per account (`--no-plan-key KEY:THREADS:ANSWER`,
 //!   `--no-plan-answer`): `ERROR_ZERO_BALANCE` with free threads in threadsinfo (default),
 //!   `ERROR_KEY_DOES_NOT_EXIST` for every call (counted as a bad key towards a ban), or
