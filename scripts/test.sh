@@ -36,5 +36,8 @@ bash bindings/python/test.sh -q
 echo "== bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
 
+echo "== conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
+bash tests/conformance/run.sh
+
 echo "== fuzz bodies (seeds, regressions) and simulation (sim)"
 cargo test -p sim --quiet
