@@ -24,8 +24,8 @@ from airflow.utils.state import TaskInstanceState  # noqa: E402
 
 from captchaai_engine import Config, Solver  # noqa: E402
 from captchaai_engine.integrations._common import clock_for  # noqa: E402
-from captchaai_engine.integrations.airflow import CaptchaAISolveOperator, CaptchaAITrigger  # noqa: E402
-from emulated import KEY, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
+from captchaai_engine.integrations.airflow import CaptchaAISolveOperator, CaptchaAITrigger, plan_threads  # noqa: E402
+from emulated import KEY, THREADS, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -187,3 +187,11 @@ async def test_execute_complete_checks_freshness_and_failure_classes(captchaai_e
     permanent = await first_event(CaptchaAITrigger(fresh_snapshot(captchaai_emulator, recaptcha_task(), UNKNOWN_KEY)))
     with pytest.raises(AirflowFailException):
         operator.execute_complete({}, permanent)
+
+
+def test_plan_threads_sizes_the_pool_and_refuses_an_unknown_key(captchaai_emulator, connection):
+    assert plan_threads() == THREADS
+    connection(UNKNOWN_KEY)
+    with pytest.raises(AirflowFailException) as refused:
+        plan_threads()
+    assert UNKNOWN_KEY not in str(refused.value)

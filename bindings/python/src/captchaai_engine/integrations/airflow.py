@@ -59,7 +59,7 @@ def plan_threads(conn_id: str = DEFAULT_CONN_ID) -> int:
     operator's tasks run in (``airflow pools set captchaai N ... --include-deferred``)."""
     key, config, clock = connection_settings(BaseHook.get_connection(conn_id))
     with Solver(key, config, clock=clock) as solver:
-        return _airflow_error(solver.threads_info)
+        return _airflow_error(solver.threads_info).threads
 
 
 def _airflow_error(call: Any, *args: Any) -> Any:

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs each framework integration's virtual environment and runs its tests against the
+# emulator: bindings/python/integrations.sh [airflow|dagster|prefect|mage ...] (default: all four).
+#
+# Each framework gets its own venv under target/ (venv-airflow, venv-dagster, venv-prefect,
+# venv-mage): their pins conflict. A venv is reused while its requirements (the pins below and
+# bindings/python/pyproject.toml) are unchanged; the package itself is reinstalled every run.
+# Frameworks come from PyPI as wheels only (--only-binary :all:). Needs the engine component
+# (target/component/captchaai_engine.wasm) and the emulator ($CAPTCHAAI_EMULATOR, else
+# target/release/captchaai-emulator); either is built here if missing. $PYTHON picks the
+# interpreter (default python3, 3.10 or newer). Prints each step and its duration.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+ALL=(airflow dagster prefect mage)
+
+# Pins that install as wheels and pass here (Python 3.11, November 2026).
+requirements() {
+  case "$1" in
+    airflow) echo "apache-airflow-core==3.3.2 apache-airflow-task-sdk==1.3.2 pytest==9.2.0 pytest-asyncio==1.5.0" ;;
+    dagster) echo "dagster==1.13.28 pytest==9.2.0" ;;
+    prefect) echo "prefect==3.9.1 pytest==9.2.0" ;;
+    # No pytest-asyncio: it needs typing-extensions>=4.12 and mage-ai pins 4.11.0.
+    mage) echo "mage-ai==0.9.80 pytest==9.2.0" ;;
+    *) echo "unknown framework '$1' (choose from: ${ALL[*]})" >&2; return 2 ;;
+  esac
+}
+
+say() { printf '[integrations %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+seconds_since() { echo $(( $(date +%s) - $1 )); }
+
+frameworks=("$@")
+[ ${#frameworks[@]} -gt 0 ] || frameworks=("${ALL[@]}")
+for fw in "${frameworks[@]}"; do requirements "$fw" >/dev/null; done
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || { say "$PYTHON is $("$PYTHON" --version 2>&1); 3.10 or newer is needed"; exit 2; }
+
+if [ ! -f target/component/captchaai_engine.wasm ]; then
+  say "building the engine component (cargo xtask component)"
+  cargo xtask component
+fi
+if [ -z "${CAPTCHAAI_EMULATOR:-}" ] && [ ! -x target/release/captchaai-emulator ]; then
+  say "building the emulator (cargo build --release -p captchaai-emulator)"
+  cargo build --release -p captchaai-emulator -j 2
+fi
+
+summary=()
+failed=()
+for fw in "${frameworks[@]}"; do
+  venv="target/venv-$fw"
+  reqs="$(requirements "$fw")"
+  stamp="$(printf '%s\n%s\n%s\n' "$("$PYTHON" --version 2>&1)" "$reqs" "$(cat bindings/python/pyproject.toml)" | sha256sum | cut -c1-16)"
+  start=$(date +%s)
+  if [ -f "$venv/.requirements-stamp" ] && [ "$(cat "$venv/.requirements-stamp")" = "$stamp" ]; then
+    say "$fw: reusing $venv; reinstalling ./bindings/python"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall ./bindings/python
+  else
+    say "$fw: creating $venv and installing $reqs ./bindings/python (about 1-4 minutes)"
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar off --only-binary :all: \
+      $reqs ./bindings/python
+    echo "$stamp" > "$venv/.requirements-stamp"
+  fi
+  install_s=$(seconds_since "$start")
+  say "$fw: installed in ${install_s}s; running tests/integrations/test_$fw.py"
+  start=$(date +%s)
+  status=passed
+  # The package's pytest options name pytest-asyncio's settings; venvs without it only warn.
+  (cd bindings/python && "../../$venv/bin/python" -m pytest -p no:cacheprovider -q \
+      -W "ignore:Unknown config option:pytest.PytestConfigWarning" \
+      "tests/integrations/test_$fw.py") || { status=FAILED; failed+=("$fw"); }
+  test_s=$(seconds_since "$start")
+  summary+=("$(printf '%-8s install %4ss  tests %4ss  %s' "$fw" "$install_s" "$test_s" "$status")")
+done
+
+say "summary:"
+printf '  %s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  say "failed: ${failed[*]}"
+  exit 1
+fi
