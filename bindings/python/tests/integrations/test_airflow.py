@@ -195,3 +195,24 @@ def test_plan_threads_sizes_the_pool_and_refuses_an_unknown_key(captchaai_emulat
     with pytest.raises(AirflowFailException) as refused:
         plan_threads()
     assert UNKNOWN_KEY not in str(refused.value)
+
+
+async def test_a_restarted_trigger_resumes_the_same_captchaai_task(captchaai_emulator, connection):
+    """execute() submits and defers; the trigger it defers to, run twice from its serialized
+    kwargs (a triggerer restart), polls the one submitted task and never submits again."""
+    import asyncio
+    import importlib
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    operator = RecordingSolveOperator(task_id="t", task=recaptcha_task(), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        await asyncio.to_thread(operator.execute, {})
+    assert captchaai_emulator.paths() == ["/in.php"], "execute() submits, then defers before any poll"
+    classpath, kwargs = deferred.value.trigger.serialize()
+    module, name = classpath.rsplit(".", 1)
+    first = await first_event(getattr(importlib.import_module(module), name)(**kwargs))
+    again = await first_event(getattr(importlib.import_module(module), name)(**kwargs))
+    assert first["status"] == again["status"] == "solved"
+    assert first["solution"]["task_id"] == again["solution"]["task_id"]
+    assert captchaai_emulator.paths().count("/in.php") == 1
