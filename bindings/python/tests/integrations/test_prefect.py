@@ -5,6 +5,7 @@ concurrency limit as the thread budget, retries refused for permanent failures. 
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 
@@ -81,7 +82,7 @@ def test_a_flow_run_solves_each_region_within_the_thread_budget(captchaai_emulat
     assert captchaai_emulator.paths().count("/in.php") == 4
     # One slot: no two solves were ever in flight at once (times from the solvers' shared clock).
     spans = sorted(r["span"] for r in results)
-    for (_, end), (start, _) in zip(spans, spans[1:]):
+    for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start, f"two solves overlapped under a limit of 1: {spans}"
 
 

@@ -20,7 +20,7 @@ at run time and never shows it. No exception raised here carries a request (or t
 
 import math
 import threading
-from typing import Any, List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 import dagster as dg
 from pydantic import PrivateAttr
