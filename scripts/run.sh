@@ -2,14 +2,41 @@
 # The main job: builds everything and serves the Spin edge app on 127.0.0.1:3000 with the
 # project's own Spin host. Upstream is the bundled CaptchaAI emulator (started here on
 # 127.0.0.1:8099) unless CAPTCHAAI_KEY and CAPTCHAAI_BASE_URL are both given.
-# The client token is $EDGE_TOKEN or a fresh random one (printed for the curl example: it is
-# yours). The CaptchaAI key is never printed.
+#
+# State: the edge keeps its solves in SQLite at target/edge-state/sqlite_key_value.db, so they
+# survive a restart of this script (EDGE_RUNTIME_CONFIG=FILE: a Spin runtime config file whose
+# [key_value_store.default] chooses the store instead, e.g. type = "redis"). The emulator keeps
+# nothing.
+# Client token: $EDGE_TOKEN, else the one stored in target/edge-token (created once, mode 600),
+# so it stays the same across restarts. The CaptchaAI key is never printed.
+# Stopping: Ctrl-C or SIGTERM stops both children; if either child dies, the other is stopped
+# and this script exits with an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+CHILDREN=()
+cleanup() {
+  trap - EXIT INT TERM
+  local pid
+  # In order: the serve host first (it lets in-flight requests finish for up to 10 s or answers
+  # them with a JSON 503, then exits), then the emulator it may still be calling.
+  for pid in "${CHILDREN[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 source scripts/setup.sh
 
+step "building the engine component, the edge app and edge-hello"
 build_all
-cargo build --release --quiet -p host-tests -p captchaai-emulator
+step "building the serve host and the emulator (release; the first build takes a few minutes)"
+cargo build --release -p host-tests -p captchaai-emulator
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
@@ -19,24 +46,71 @@ else
   CAPTCHAAI_KEY=0123456789abcdef0123456789abcdef
   API_BASE="http://127.0.0.1:${EMULATOR_PORT:-8099}"
   target/release/captchaai-emulator --port "${EMULATOR_PORT:-8099}" --key "$CAPTCHAAI_KEY:5" >/dev/null &
-  EMULATOR_PID=$!
-  trap 'kill "$EMULATOR_PID" 2>/dev/null' EXIT
-  echo "upstream: the bundled CaptchaAI emulator at $API_BASE (demo key)"
+  CHILDREN+=("$!")
+  echo "upstream: the bundled CaptchaAI emulator at $API_BASE (demo key; it forgets its tasks when stopped)"
 fi
-TOKEN="${EDGE_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}"
+
+TOKEN_FILE=target/edge-token
+if [ -n "${EDGE_TOKEN:-}" ]; then
+  TOKEN="$EDGE_TOKEN"
+else
+  if [ ! -s "$TOKEN_FILE" ]; then
+    (umask 077 && head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE")
+  fi
+  TOKEN="$(cat "$TOKEN_FILE")"
+fi
+
+STORE_ARGS=(--state-dir target/edge-state)
+STORE_TEXT="SQLite at target/edge-state/sqlite_key_value.db (kept across restarts)"
+if [ -n "${EDGE_RUNTIME_CONFIG:-}" ]; then
+  STORE_ARGS=(--runtime-config-file "$EDGE_RUNTIME_CONFIG" --state-dir target/edge-state)
+  STORE_TEXT="as configured in $EDGE_RUNTIME_CONFIG"
+fi
+
+step "starting the edge app on http://127.0.0.1:$PORT (key-value store: $STORE_TEXT)"
+SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" \
+SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" \
+SPIN_VARIABLE_API_BASE="$API_BASE" \
+  target/release/captchaai serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
+    "${STORE_ARGS[@]}" --cache-dir target/component-cache &
+SERVE_PID=$!
+CHILDREN=("$SERVE_PID" "${CHILDREN[@]}")
+
+# Wait until the server answers (a first start compiles the component: up to a minute).
+for _ in $(seq 1 600); do
+  if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; then
+    break
+  fi
+  if ! kill -0 "$SERVE_PID" 2>/dev/null; then
+    echo "run.sh: the serve host exited before it was ready (see its messages above)" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+if ! curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; then
+  echo "run.sh: the serve host did not answer /healthz within 2 minutes" >&2
+  exit 1
+fi
 
 echo
-echo "The edge app is starting on http://127.0.0.1:$PORT. Try it (a Turnstile solve takes ~10-15 s):"
+echo "The edge app is listening on http://127.0.0.1:$PORT. Try it (a Turnstile solve takes ~10-15 s):"
 echo
 echo "  curl -s -X POST 'http://127.0.0.1:$PORT/v1/solve?wait=25' \\"
 echo "       -H 'Authorization: Bearer $TOKEN' -H 'Content-Type: application/json' \\"
 echo "       -d '{\"type\":\"turnstile\",\"sitekey\":\"0x4AAAAAAABkMYinukE8nzY\",\"pageurl\":\"https://example.com/login\"}'"
 echo
-echo "A 202 answer carries an id; continue with:"
+echo "A 202 answer carries an id; continue with (repeatable until the result expires):"
 echo "  curl -s 'http://127.0.0.1:$PORT/v1/solve/<id>?wait=25' -H 'Authorization: Bearer $TOKEN'"
 echo
-SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" \
-SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" \
-SPIN_VARIABLE_API_BASE="$API_BASE" \
-  target/release/captchaai serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
-    --kv "file:target/edge-kv.json" --cache-dir target/component-cache
+if [ -z "${EDGE_TOKEN:-}" ]; then
+  echo "The token is kept in $TOKEN_FILE (delete it for a new one, or set EDGE_TOKEN)."
+fi
+echo "Ctrl-C stops the server and the emulator."
+
+# Run until a child exits (or a signal arrives); then the trap stops the others.
+set +e
+wait -n "${CHILDREN[@]}"
+status=$?
+set -e
+echo "run.sh: a child process exited (status $status); stopping" >&2
+exit 1

@@ -6,6 +6,7 @@
 //! cargo build --manifest-path edge/Cargo.toml --target wasm32-wasip2 --release
 //! cargo build --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release
 //! cargo run --release -p host-tests --bin edge-bench -- --requests 10000 --concurrency 16
+//! cargo run --release -p host-tests --bin edge-bench -- --kv sqlite:target/bench-kv.db   # or redis://127.0.0.1:6379
 //! ```
 
 use std::net::SocketAddr;
@@ -16,7 +17,7 @@ use bytes::Bytes;
 use clap::Parser;
 use host_tests::emulator::{Emulator, EmulatorConfig};
 use host_tests::serve::load::{LoadReport, LoadSpec, run};
-use host_tests::serve::{ServeConfig, Server};
+use host_tests::serve::{KvBackend, ServeConfig, Server};
 
 #[derive(Parser)]
 struct Args {
@@ -29,6 +30,9 @@ struct Args {
     /// Unmeasured requests first.
     #[arg(long, default_value_t = 500)]
     warmup: usize,
+    /// The edge app's key-value store: `memory`, `sqlite:PATH` or `redis://HOST:PORT`.
+    #[arg(long, default_value = "memory")]
+    kv: KvBackend,
 }
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -38,8 +42,14 @@ fn component(dir: &str, file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(dir).join("target/wasm32-wasip2/release").join(file)
 }
 
-async fn serve(component: PathBuf, variables: &[(&str, String)], manifest: Option<PathBuf>) -> Result<Server> {
+async fn serve(
+    component: PathBuf,
+    variables: &[(&str, String)],
+    manifest: Option<PathBuf>,
+    kv: KvBackend,
+) -> Result<Server> {
     let mut config = ServeConfig::new(component);
+    config.kv = kv;
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.inherit_stdio = false;
     config.env.clear();
@@ -71,9 +81,11 @@ async fn main() -> Result<()> {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/edge/captchaai_edge.wasm"),
         &[("captchaai_key", KEY.into()), ("client_tokens", TOKEN.into()), ("api_base", emulator.base_url())],
         Some(manifest),
+        args.kv.clone(),
     )
     .await?;
-    let hello = serve(component("edge-hello", "edge_hello.wasm"), &[], None).await?;
+    println!("edge key-value store: {}", args.kv);
+    let hello = serve(component("edge-hello", "edge_hello.wasm"), &[], None, KvBackend::Memory).await?;
 
     // reCAPTCHA solves: submitted, then not due for 15 s (the engine's first wait).
     let mut ids = Vec::new();
@@ -86,7 +98,12 @@ async fn main() -> Result<()> {
     let not_due = run(&spec(format!("{}/v1/solve/{}?wait=0", edge.url(), ids[0]), &args, true)).await?;
     // One id per connection: every request takes the lease, restores, asks the engine, saves.
     let per_connection =
-        Args { concurrency: 1, requests: args.requests / args.concurrency, warmup: args.warmup / args.concurrency };
+        Args {
+            concurrency: 1,
+            requests: args.requests / args.concurrency,
+            warmup: args.warmup / args.concurrency,
+            kv: args.kv.clone(),
+        };
     let started = std::time::Instant::now();
     let loads: Vec<_> = ids[1..]
         .iter()
