@@ -35,6 +35,8 @@ cargo build --release --quiet -p captchaai-emulator
 bash bindings/python/test.sh -q
 echo "== bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
+echo "== integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
+bash bindings/python/integrations.sh
 
 echo "== conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
 bash tests/conformance/run.sh
