@@ -98,7 +98,9 @@ fn tasks() -> Vec<(&'static str, String)> {
         ),
         ("image", format!(r#"{{"type":"image","image":"{image}","numeric":1}}"#)),
         ("image_multipart", format!(r#"{{"type":"image","image":"{image}","upload":"multipart"}}"#)),
-        ("image_sync", format!(r#"{{"type":"image","image":"{image}","sync":true}}"#)),
+        // Unconfirmed: solve.php (the synchronous image endpoint) is not confirmed against the live
+        // service (captchaai-api.md); a pass shows the engine matches the emulator's reading of it.
+        ("unconfirmed_image_sync", format!(r#"{{"type":"image","image":"{image}","sync":true}}"#)),
         ("grid", format!(r#"{{"type":"grid","image":"{image}","instructions":"buses"}}"#)),
         ("bls", format!(r#"{{"type":"bls","instructions":"664","images":[{}]}}"#, cells.join(","))),
     ]
@@ -144,7 +146,7 @@ async fn every_captcha_type_is_solved_against_the_emulator() {
     for handle in handles {
         let (name, report) = handle.await.unwrap();
         let solution = solved(&report);
-        assert!(!solution.task_id.clone().unwrap_or_default().is_empty() || name == "image_sync", "{name}");
+        assert!(!solution.task_id.clone().unwrap_or_default().is_empty() || name == "unconfirmed_image_sync", "{name}");
         let has_ua = solution.user_agent.is_some();
         let wants_ua = matches!(
             name,
