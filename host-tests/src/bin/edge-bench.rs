@@ -92,6 +92,17 @@ async fn main() -> Result<()> {
     for _ in 0..=args.concurrency {
         ids.push(start_solve(&edge).await?);
     }
+    // A POST may answer 202 before submitting (the edge submits only when the upstream call fits
+    // its lease); drive each solve once more until every one is at the emulator.
+    for _ in 0..3 {
+        let submitted = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+        if submitted >= ids.len() {
+            break;
+        }
+        for id in &ids {
+            get(&edge, id).await?;
+        }
+    }
     let upstream_before = emulator.requests().len();
 
     // Every connection on one id: most requests find another request holding the lease.
@@ -151,12 +162,25 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// Starts a reCAPTCHA solve with `wait=0`; returns its id.
+/// `GET /v1/solve/{id}?wait=1`: drives the solve (its submit, if not yet made); expects 202.
+async fn get(edge: &Server, id: &str) -> Result<()> {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let request = hyper::Request::get(format!("{}/v1/solve/{id}?wait=1", edge.url()))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(http_body_util::Full::new(Bytes::new()))?;
+    let response = client.request(request).await?;
+    if response.status() != 202 {
+        bail!("expected 202 from GET /v1/solve/{id}, got {}", response.status());
+    }
+    Ok(())
+}
+
+/// Starts a reCAPTCHA solve with `wait=1`; returns its id.
 async fn start_solve(edge: &Server) -> Result<String> {
     use http_body_util::BodyExt;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
     let task = r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://portal.example.com/export"}"#;
-    let request = hyper::Request::post(format!("{}/v1/solve?wait=0", edge.url()))
+    let request = hyper::Request::post(format!("{}/v1/solve?wait=1", edge.url()))
         .header("authorization", format!("Bearer {TOKEN}"))
         .body(http_body_util::Full::new(Bytes::from(task)))?;
     let response = client.request(request).await?;
