@@ -61,8 +61,9 @@ impl Raw {
     }
 
     fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?} {}", self.status_line, String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {:?} {}", self.status_line, String::from_utf8_lossy(&self.body))
+        })
     }
 }
 
@@ -259,7 +260,11 @@ async fn host_errors_are_json() {
     let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(10_000));
     check(&request(addr, long.as_bytes()).await, 414, "uri_too_long");
     let many: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
-    check(&request(addr, format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes()).await, 431, "headers_too_large");
+    check(
+        &request(addr, format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes()).await,
+        431,
+        "headers_too_large",
+    );
     let big = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "b".repeat(70_000));
     check(&request(addr, big.as_bytes()).await, 431, "headers_too_large");
     let reply = request(addr, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n").await;
@@ -327,7 +332,10 @@ async fn http_1_0_clients_get_framed_responses() {
         if let Some(len) = reply.header("content-length") {
             assert_eq!(len.parse::<usize>().unwrap(), reply.body.len());
         }
-        assert!(closed_within(&mut stream, Duration::from_secs(5)).await, "an HTTP/1.0 connection is closed after the response");
+        assert!(
+            closed_within(&mut stream, Duration::from_secs(5)).await,
+            "an HTTP/1.0 connection is closed after the response"
+        );
         if check_body {
             reply.json();
         } else {

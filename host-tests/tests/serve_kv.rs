@@ -112,7 +112,8 @@ async fn concurrent_callers(a: &KvStore, b: &KvStore) {
                 loop {
                     let seen = kv.get("cas-counter").await.unwrap().expect("counter exists");
                     let n: u64 = std::str::from_utf8(&seen).unwrap().parse().unwrap();
-                    if kv.compare_and_swap("cas-counter", Some(&seen), (n + 1).to_string().into_bytes()).await.unwrap() {
+                    if kv.compare_and_swap("cas-counter", Some(&seen), (n + 1).to_string().into_bytes()).await.unwrap()
+                    {
                         break;
                     }
                     conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -132,7 +133,9 @@ async fn concurrent_callers(a: &KvStore, b: &KvStore) {
     let racers: Vec<_> = (0..TASKS)
         .map(|i| {
             let kv = if i % 2 == 0 { a.clone() } else { b.clone() };
-            tokio::spawn(async move { kv.compare_and_swap("once", None, format!("racer-{i}").into_bytes()).await.unwrap() })
+            tokio::spawn(
+                async move { kv.compare_and_swap("once", None, format!("racer-{i}").into_bytes()).await.unwrap() },
+            )
         })
         .collect();
     for r in racers {
@@ -180,11 +183,13 @@ async fn sqlite_store_survives_reopening_and_uses_spins_table() {
     assert_eq!(kv.increment("count", 1).await.unwrap(), 42);
     // Spin's layout: table spin_key_value(store, key, value), counters as 8 little-endian bytes.
     let conn = rusqlite_probe(&path);
-    assert_eq!(conn, [("default".to_owned(), "count".to_owned(), 42i64.to_le_bytes().to_vec()), (
-        "default".to_owned(),
-        "kept".to_owned(),
-        b"value".to_vec()
-    )]);
+    assert_eq!(
+        conn,
+        [
+            ("default".to_owned(), "count".to_owned(), 42i64.to_le_bytes().to_vec()),
+            ("default".to_owned(), "kept".to_owned(), b"value".to_vec())
+        ]
+    );
     // A file that is not a database is a clear error, not a panic.
     let junk = path.with_file_name("junk.db");
     std::fs::write(&junk, b"this is not an sqlite database, just text that is long enough to be a header").unwrap();

@@ -124,19 +124,22 @@ fn image(bytes: usize, seed: u8) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_on_one_redis_never_oversubscribe_the_plan() {
     let Some(redis) = RedisServer::start("scale") else { return };
-    let emulator = Emulator::start(
-        EmulatorConfig::default()
-            .with_seed(11)
-            .with_account(KEY, PLAN as u32)
-            .with_solve_time(CaptchaKind::Image, 1_000, 3_000),
-    )
-    .await
-    .unwrap();
+    let emulator =
+        Emulator::start(EmulatorConfig::default().with_seed(11).with_account(KEY, PLAN as u32).with_solve_time(
+            CaptchaKind::Image,
+            1_000,
+            3_000,
+        ))
+        .await
+        .unwrap();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let runtime_config = dir.join("runtime-config.toml");
-    std::fs::write(&runtime_config, format!("[key_value_store.default]\ntype = \"redis\"\nurl = \"{}\"\n", redis.url()))
-        .unwrap();
+    std::fs::write(
+        &runtime_config,
+        format!("[key_value_store.default]\ntype = \"redis\"\nurl = \"{}\"\n", redis.url()),
+    )
+    .unwrap();
     let a = ServeProcess::start(&runtime_config, &emulator.base_url()).await;
     let b = ServeProcess::start(&runtime_config, &emulator.base_url()).await;
     let bases = [a.url.clone(), b.url.clone()];

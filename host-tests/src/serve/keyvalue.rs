@@ -98,7 +98,12 @@ impl store::HostBucket for &mut HostState {
         Ok(self.bucket(&bucket)?.get(&key).await.map_err(other))
     }
 
-    async fn set(&mut self, bucket: Resource<Bucket>, key: String, value: Vec<u8>) -> Trappable<Result<(), store::Error>> {
+    async fn set(
+        &mut self,
+        bucket: Resource<Bucket>,
+        key: String,
+        value: Vec<u8>,
+    ) -> Trappable<Result<(), store::Error>> {
         Ok(self.bucket(&bucket)?.set(&key, value).await.map_err(other))
     }
 
@@ -191,7 +196,11 @@ impl batch::Host for &mut HostState {
         Ok(self.bucket(&bucket)?.set_many(key_values).await.map_err(other))
     }
 
-    async fn delete_many(&mut self, bucket: Resource<Bucket>, keys: Vec<String>) -> Trappable<Result<(), store::Error>> {
+    async fn delete_many(
+        &mut self,
+        bucket: Resource<Bucket>,
+        keys: Vec<String>,
+    ) -> Trappable<Result<(), store::Error>> {
         Ok(self.bucket(&bucket)?.delete_many(keys).await.map_err(other))
     }
 }

@@ -84,8 +84,8 @@ pub fn backend_from_runtime_config(path: &Path) -> anyhow::Result<Option<KvBacke
         #[serde(rename = "spin")]
         Spin { path: Option<PathBuf> },
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the runtime config file {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading the runtime config file {}", path.display()))?;
     let config: RuntimeConfig =
         toml::from_str(&text).with_context(|| format!("the runtime config file {}", path.display()))?;
     let mut backend = None;
@@ -208,10 +208,8 @@ impl KvStore {
                 .await
                 .with_context(|| format!("{shown}: no answer"))?
                 .with_context(|| format!("connecting to {shown}"))?;
-                let _: String = redis::cmd("PING")
-                    .query_async(&mut conn)
-                    .await
-                    .with_context(|| format!("{shown}: PING failed"))?;
+                let _: String =
+                    redis::cmd("PING").query_async(&mut conn).await.with_context(|| format!("{shown}: PING failed"))?;
                 Inner::Redis(conn)
             }
         }))
@@ -361,14 +359,12 @@ impl KvStore {
                 })
                 .await
             }
-            Inner::Redis(conn) => {
-                match redis::cmd("INCRBY").arg(key).arg(delta).query_async(&mut conn.clone()).await {
-                    Ok(n) => Ok(n),
-                    Err(e) if e.to_string().contains("overflow") => Err(KvError::Overflow(key.to_owned())),
-                    Err(e) if e.to_string().contains("not an integer") => Err(KvError::NotACounter(key.to_owned())),
-                    Err(e) => Err(e.into()),
-                }
-            }
+            Inner::Redis(conn) => match redis::cmd("INCRBY").arg(key).arg(delta).query_async(&mut conn.clone()).await {
+                Ok(n) => Ok(n),
+                Err(e) if e.to_string().contains("overflow") => Err(KvError::Overflow(key.to_owned())),
+                Err(e) if e.to_string().contains("not an integer") => Err(KvError::NotACounter(key.to_owned())),
+                Err(e) => Err(e.into()),
+            },
         }
     }
 
@@ -433,8 +429,7 @@ impl KvStore {
                 .await
             }
             Inner::Redis(conn) => {
-                let values: Vec<Option<Vec<u8>>> =
-                    redis::cmd("MGET").arg(keys).query_async(&mut conn.clone()).await?;
+                let values: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(keys).query_async(&mut conn.clone()).await?;
                 Ok(keys.iter().cloned().zip(values).collect())
             }
         }
@@ -569,8 +564,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("host-tests-rc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("runtime-config.toml");
-        std::fs::write(&file, "[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://127.0.0.1:7000\"\n").unwrap();
-        assert_eq!(backend_from_runtime_config(&file).unwrap(), Some(KvBackend::Redis("redis://127.0.0.1:7000".into())));
+        std::fs::write(&file, "[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://127.0.0.1:7000\"\n")
+            .unwrap();
+        assert_eq!(
+            backend_from_runtime_config(&file).unwrap(),
+            Some(KvBackend::Redis("redis://127.0.0.1:7000".into()))
+        );
         std::fs::write(&file, "[key_value_store.default]\ntype = \"spin\"\npath = \"kv.db\"\n").unwrap();
         assert_eq!(backend_from_runtime_config(&file).unwrap(), Some(KvBackend::Sqlite(dir.join("kv.db"))));
         std::fs::write(&file, "[key_value_store.other]\ntype = \"spin\"\n").unwrap();

@@ -59,8 +59,8 @@ use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
-use wasmtime::{Store, UpdateDeadline};
 use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -745,8 +745,7 @@ fn check_limits(limits: &Limits, req: &Request<Incoming>) -> Option<Response<Res
     }
     let header_bytes: usize = req.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
     if req.headers().len() > MAX_HEADERS || header_bytes > limits.max_header_bytes {
-        let message =
-            format!("more than {MAX_HEADERS} request headers or {} bytes of them", limits.max_header_bytes);
+        let message = format!("more than {MAX_HEADERS} request headers or {} bytes of them", limits.max_header_bytes);
         return Some(host_error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", &message, None));
     }
     let declared = req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());

@@ -32,7 +32,8 @@ impl RedisServer {
             return None;
         }
         let port = free_port();
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}-{port}", std::process::id()));
+        let dir =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new(&binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
