@@ -37,6 +37,7 @@ mod http;
 mod outcome;
 pub mod registry;
 mod reply;
+pub mod schema;
 mod snapshot;
 mod solve;
 mod task;

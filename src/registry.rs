@@ -106,6 +106,27 @@ pub const MIN_IMAGE_BYTES: usize = 100;
 pub const MAX_IMAGE_BYTES: usize = 1024 * 1024;
 /// The largest side of a BLS cell image, in pixels (the official SDK's guard).
 pub const MAX_BLS_SIDE_PX: u32 = 1_000;
+/// The image formats accepted, by the magic bytes their data starts with.
+pub const IMAGE_SIGNATURES: &[(&[u8], crate::ImageFormat)] = &[
+    (&[0xFF, 0xD8, 0xFF], crate::ImageFormat::Jpeg),
+    (b"\x89PNG\r\n\x1a\n", crate::ImageFormat::Png),
+    (b"GIF87a", crate::ImageFormat::Gif),
+    (b"GIF89a", crate::ImageFormat::Gif),
+];
+/// The longest [`FieldKind::Url`], in characters.
+pub const MAX_URL_CHARS: usize = 2_048;
+/// The longest [`FieldKind::Proxy`], in characters.
+pub const MAX_PROXY_CHARS: usize = 512;
+/// The inclusive range of a [`FieldKind::Score`], in tenths (0.1 to 0.9).
+pub const SCORE_TENTHS: (u8, u8) = (1, 9);
+/// The values of a [`FieldKind::Upload`] field.
+pub const UPLOAD_MODES: &[&str] = &["base64", "multipart"];
+/// The longest name of a task's `extra` parameter, in bytes (ASCII letters, digits, `_`, `-`).
+pub const MAX_EXTRA_NAME_BYTES: usize = 64;
+/// The longest value of a task's `extra` parameter, in bytes (UTF-8).
+pub const MAX_EXTRA_VALUE_BYTES: usize = 64 * 1024;
+/// The multipart part that carries an uploaded image; `extra` may not use it as a name.
+pub const MULTIPART_FILE_PARAM: &str = "file";
 
 const SECOND: u64 = 1_000;
 const KEY_LEN: usize = 256;

@@ -33,10 +33,7 @@ const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
         .with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
-/// The longest name of an `extra` parameter.
-const MAX_EXTRA_NAME_BYTES: usize = 64;
-
-const MAX_EXTRA_VALUE_BYTES: usize = 64 * 1024;
+use registry::{MAX_EXTRA_NAME_BYTES, MAX_EXTRA_VALUE_BYTES};
 
 /// How the submit goes over the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,7 +307,7 @@ impl Task {
                 ));
             }
             let typed = self.spec.fields.iter().any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)));
-            if typed || generated.iter().any(|(p, _)| is(p)) || is("file") {
+            if typed || generated.iter().any(|(p, _)| is(p)) || is(registry::MULTIPART_FILE_PARAM) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
@@ -449,7 +446,7 @@ fn parse_field(field: &'static FieldSpec, value: &Field<'_>) -> Result<FieldValu
         FieldKind::Flag | FieldKind::Sync => FieldValue::Flag(flag(name, value)?),
         FieldKind::Score => FieldValue::Text(score(name, value)?),
         FieldKind::Choice(options) => FieldValue::Text(choice(name, value, options)?.to_owned()),
-        FieldKind::Upload => FieldValue::Text(choice(name, value, &["base64", "multipart"])?.to_owned()),
+        FieldKind::Upload => FieldValue::Text(choice(name, value, registry::UPLOAD_MODES)?.to_owned()),
         FieldKind::Int(min, max) => FieldValue::Int(int(name, value, min, max)?),
         FieldKind::Proxy => FieldValue::Text(proxy(name, value)?),
         FieldKind::Image => FieldValue::Image(image(name, value.as_str(), None)?),
@@ -476,7 +473,7 @@ fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationE
 }
 
 fn url(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
-    let text = text(name, value, 2_048)?;
+    let text = text(name, value, registry::MAX_URL_CHARS)?;
     let lower = text.to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")
@@ -512,8 +509,9 @@ fn number(name: &str, value: &Field<'_>) -> Result<f64, ValidationError> {
 
 fn score(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     let n = number(name, value)?;
-    if !(0.1..=0.9).contains(&n) {
-        return Err(must(name, "must be between 0.1 and 0.9"));
+    let (lo, hi) = registry::SCORE_TENTHS;
+    if !(f64::from(lo) / 10.0..=f64::from(hi) / 10.0).contains(&n) {
+        return Err(must(name, &format!("must be between 0.{lo} and 0.{hi}")));
     }
     // Hundredths, written without float formatting: 0.3 -> "0.3", 0.25 -> "0.25".
     let hundredths = (n * 100.0).round() as u32;
@@ -543,7 +541,7 @@ fn choice(name: &str, value: &Field<'_>, options: &'static [&'static str]) -> Re
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
 fn proxy(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
-    let text = text(name, value, 512)?;
+    let text = text(name, value, registry::MAX_PROXY_CHARS)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
     if crate::text::find(&text, "://").is_some() {
         return Err(bad("no scheme: put HTTP, HTTPS, SOCKS4 or SOCKS5 in `proxytype`"));
@@ -632,15 +630,7 @@ fn image(name: &str, value: Option<&str>, max_side: Option<u32>) -> Result<Image
 
 /// Recognises an image by its magic bytes.
 pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
-    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some(ImageFormat::Jpeg)
-    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some(ImageFormat::Png)
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some(ImageFormat::Gif)
-    } else {
-        None
-    }
+    registry::IMAGE_SIGNATURES.iter().find(|(magic, _)| bytes.starts_with(magic)).map(|(_, format)| *format)
 }
 
 /// Width and height from the image header, where the header can be read.

@@ -5,6 +5,9 @@
 //!
 //! `cargo xtask edge` (edge.rs): builds the Spin edge app and composes it with those exact engine
 //! bytes into `target/edge/captchaai_edge.wasm`.
+//!
+//! `cargo xtask openapi` (openapi.rs): writes the engine's per-type task schemas into
+//! `edge/openapi.json` (`--check`: fails if it is stale).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +17,7 @@ use anyhow::{Context, Result, bail};
 use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
 mod edge;
+mod openapi;
 
 /// The component must stay under this many bytes.
 const SIZE_BUDGET: usize = 512 * 1024;
@@ -23,7 +27,10 @@ fn main() -> Result<()> {
         Some("component") => component(),
         // The edge app composed with the engine component that `component` wrote (see edge.rs).
         Some("edge") => edge::edge(),
-        _ => bail!("usage: cargo xtask component | cargo xtask edge"),
+        Some("openapi") => openapi::openapi(),
+        _ => {
+            bail!("usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks]")
+        }
     }
 }
 
