@@ -219,7 +219,20 @@ impl KvStore {
         map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` on the SQLite connection on the blocking pool.
+    /// Runs the read-only `f` on the SQLite connection: right here if the connection is free
+    /// (a WAL read never waits for a writer: microseconds), else on the blocking pool.
+    async fn sqlite_read<R: Send + 'static>(
+        db: &Arc<Sqlite>,
+        f: impl FnOnce(&mut rusqlite::Connection) -> Result<R, KvError> + Send + 'static,
+    ) -> Result<R, KvError> {
+        if let Ok(mut conn) = db.conn.try_lock() {
+            return f(&mut conn);
+        }
+        Self::sqlite(db, f).await
+    }
+
+    /// Runs `f` on the SQLite connection on the blocking pool (a write may wait up to the busy
+    /// timeout for another process's lock).
     async fn sqlite<R: Send + 'static>(
         db: &Arc<Sqlite>,
         f: impl FnOnce(&mut rusqlite::Connection) -> Result<R, KvError> + Send + 'static,
@@ -239,7 +252,7 @@ impl KvStore {
             Inner::Memory(map) => Ok(Self::memory(map).get(key).cloned()),
             Inner::Sqlite(db) => {
                 let key = key.to_owned();
-                Self::sqlite(db, move |c| Ok(sqlite_get(c, &key)?)).await
+                Self::sqlite_read(db, move |c| Ok(sqlite_get(c, &key)?)).await
             }
             Inner::Redis(conn) => Ok(redis::cmd("GET").arg(key).query_async(&mut conn.clone()).await?),
         }
@@ -286,7 +299,7 @@ impl KvStore {
             Inner::Memory(map) => Ok(Self::memory(map).contains_key(key)),
             Inner::Sqlite(db) => {
                 let key = key.to_owned();
-                Self::sqlite(db, move |c| {
+                Self::sqlite_read(db, move |c| {
                     Ok(c.prepare_cached("SELECT 1 FROM spin_key_value WHERE store = ?1 AND key = ?2")?
                         .exists(params![LABEL, key])?)
                 })
@@ -301,7 +314,7 @@ impl KvStore {
         let mut keys = match &self.0 {
             Inner::Memory(map) => Self::memory(map).keys().cloned().collect(),
             Inner::Sqlite(db) => {
-                Self::sqlite(db, |c| {
+                Self::sqlite_read(db, |c| {
                     let mut stmt = c.prepare_cached("SELECT key FROM spin_key_value WHERE store = ?1")?;
                     let keys = stmt.query_map(params![LABEL], |row| row.get(0))?.collect::<Result<Vec<String>, _>>()?;
                     Ok(keys)
@@ -419,7 +432,7 @@ impl KvStore {
             }
             Inner::Sqlite(db) => {
                 let keys = keys.to_vec();
-                Self::sqlite(db, move |c| {
+                Self::sqlite_read(db, move |c| {
                     let tx = c.transaction()?;
                     let values =
                         keys.into_iter().map(|k| Ok((k.clone(), sqlite_get(&tx, &k)?))).collect::<Result<_, KvError>>();
