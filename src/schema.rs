@@ -8,8 +8,8 @@
 //! the validator takes more than JSON Schema can say exactly, the schema says less: images are
 //! plain base64 without a `data:` prefix or whitespace, BLS images are GIF or PNG whose header
 //! shows sides of at most 767 px when the limit is 1,000, `min_score` strings are plain
-//! decimals, and `extra` is `{}` (its exact rules, in `x-propertyNames` and `x-additionalProperties`,
-//! need `propertyNames`, which OpenAPI 3.0 lacks).
+//! decimals, numbers for short text fields are integers written as such, and `extra` is left out (its exact rules, in the `x-extra` extension, need
+//! `propertyNames`, which OpenAPI 3.0 lacks).
 
 use serde_json::{Map, Value, json};
 
@@ -84,16 +84,19 @@ pub fn task_schema(spec: &TypeSpec) -> Value {
         }
         properties.insert(field.name.to_owned(), schema);
     }
-    properties.insert("extra".to_owned(), nullable(extra_schema(spec)));
     let mut schema = json!({
         "type": "object",
         "description": format!(
-            "A `{}` task (CaptchaAI method `{}`). Unknown fields are refused; pass-through parameters go in `extra`.",
+            "A `{}` task (CaptchaAI method `{}`). Unknown fields are refused. The engine also takes an optional \
+             `extra` object of pass-through parameters, whose exact rules are in `x-extra`: they need \
+             `propertyNames`, which OpenAPI 3.0 lacks, so this schema leaves `extra` out rather than admit \
+             names the engine refuses.",
             spec.name, spec.method
         ),
         "required": required,
         "properties": properties,
         "additionalProperties": false,
+        "x-extra": extra_schema(spec),
     });
     let combinations = combinations(spec);
     if !combinations.is_empty() {
@@ -215,10 +218,12 @@ fn text_schema(max: usize) -> Value {
     });
     let number = if max >= LONGEST_NUMBER_TEXT {
         Some(json!({ "type": "number" }))
-    } else if max > 3 {
-        // Whole numbers whose text, even as a float (`-123.0`), fits.
-        let limit = 10_i64.checked_pow(u32::try_from(max - 3).unwrap_or(u32::MAX)).map_or(i64::MAX, |p| p - 1);
-        Some(json!({ "type": "integer", "minimum": -limit, "maximum": limit }))
+    } else if max > 1 {
+        // Whole numbers whose decimal text (as JSON writes integers) fits: up to `max` digits,
+        // or a minus and `max - 1`. (The same value spelled as a float, `1e15` or `10.0`, reads
+        // as `1000000000000000.0` and may not fit: JSON Schema cannot tell spellings apart.)
+        let digits = |n: usize| 10_i64.checked_pow(u32::try_from(n).unwrap_or(u32::MAX)).map_or(i64::MAX, |p| p - 1);
+        Some(json!({ "type": "integer", "minimum": -digits(max - 1), "maximum": digits(max) }))
     } else {
         None
     };
@@ -494,21 +499,13 @@ fn extra_schema(spec: &TypeSpec) -> Value {
     let allowed = format!("[^{}]", class_body(CONTROL));
     json!({
         "type": "object",
-        "description": format!(
-            "Pass-through `in.php` parameters. The engine takes names of 1-{} ASCII letters, digits, `_` or `-` \
-             that it does not set itself (any case: see `x-propertyNames`), with values of text without control \
-             characters (at most {} bytes), numbers or booleans (sent as 1/0): `x-propertyNames` and \
-             `x-additionalProperties` state this exactly. OpenAPI 3.0 has no `propertyNames`, and a schema \
-             without it would admit names the engine refuses, so this schema itself admits only `{{}}`.",
-            registry::MAX_EXTRA_NAME_BYTES,
-            registry::MAX_EXTRA_VALUE_BYTES
-        ),
-        "additionalProperties": false,
-        "x-propertyNames": {
+        "description": "Pass-through `in.php` parameters (JSON Schema): names the engine does not set itself, \
+            values text without control characters, numbers or booleans (sent as 1/0); null is the same as none.",
+        "propertyNames": {
             "pattern": format!("^[A-Za-z0-9_-]{{1,{}}}$", registry::MAX_EXTRA_NAME_BYTES),
             "not": { "pattern": format!("^(?:{})$", taken.join("|")) },
         },
-        "x-additionalProperties": {
+        "additionalProperties": {
             "anyOf": [
                 // Characters are up to 4 bytes of UTF-8.
                 { "type": "string", "maxLength": registry::MAX_EXTRA_VALUE_BYTES / 4, "pattern": format!("^{allowed}*$") },
