@@ -25,9 +25,7 @@ use subtle::ConstantTimeEq;
 use crate::drive::{self, Progress, now_ms};
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
 use crate::kv::{Kv, Swapped};
-use crate::settings::{
-    DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, RESULT_RETENTION_MS, Settings,
-};
+use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, RESULT_RETENTION_MS, Settings};
 use crate::store::{self, Lease, SolveRecord, StoredResult};
 use crate::{budget, metrics, sweep};
 
@@ -197,7 +195,15 @@ async fn route(request: Request) -> Routed {
     }
     let settings = Settings::load().await.map_err(|e| (Reject::internal(e), None))?;
     if path == "/metrics" {
-        authenticate(&request, settings.metrics_token.as_slice().iter().chain(settings.metrics_token.is_none().then_some(&settings.client_tokens).into_iter().flatten())).map_err(|r| (r, None))?;
+        authenticate(
+            &request,
+            settings
+                .metrics_token
+                .as_slice()
+                .iter()
+                .chain(settings.metrics_token.is_none().then_some(&settings.client_tokens).into_iter().flatten()),
+        )
+        .map_err(|r| (r, None))?;
         return match method {
             Method::GET | Method::HEAD => metrics_page(&settings).await.map(|r| (r, None)).map_err(|r| (r, None)),
             _ => wrong_method("GET, HEAD"),
@@ -286,10 +292,14 @@ pub fn random_u64() -> anyhow::Result<u64> {
 }
 
 /// The lease a request takes for a wait ending at `wait_until`: its last upstream request
-/// starts by then and ends within the upstream timeout.
+/// starts by then (plus [`PREPARE_MS`] for the key-value work and plan lookup before a send, so
+/// even `wait=0` sends a request that is due) and ends within the upstream timeout.
 fn lease_until(settings: &Settings, wait_until: u64) -> u64 {
-    wait_until + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
+    wait_until + PREPARE_MS + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
 }
+
+/// Time a request may spend before its first upstream send (lease, plan lookup, thread slot), ms.
+const PREPARE_MS: u64 = 2_000;
 
 /// `POST /v1/solve`: validates the task (nothing is sent for a bad one), stores it once
 /// (`snapshot-base`) and drives the solve for up to `wait` seconds.
@@ -358,8 +368,11 @@ async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
         }
         if let Some(result) = &loaded.record.result {
             let status = StatusCode::from_u16(result.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let response =
-                if status.is_success() { json_response(status, &result.body) } else { error_response(status, &result.body) };
+            let response = if status.is_success() {
+                json_response(status, &result.body)
+            } else {
+                error_response(status, &result.body)
+            };
             return Ok((response, owned));
         }
         let busy = loaded.record.lease.as_ref().is_some_and(|l| l.until > now);

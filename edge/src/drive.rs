@@ -12,7 +12,9 @@ pub enum Progress {
     Failed(Failure),
     /// Still in flight (its state as of `snapshot-state` now): ask the client to come back in
     /// `retry_after_ms`.
-    Pending { retry_after_ms: u64 },
+    Pending {
+        retry_after_ms: u64,
+    },
     /// A checkpoint found the record changed: the solve was deleted or taken over by another
     /// driver after this one's lease; this driver stops.
     Lost,

@@ -72,7 +72,10 @@ pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
     for (class, _) in CLASSES {
         for (origin, _) in ORIGINS {
             let n = kv.counter(&format!("metrics/solves/failed/{class}/{origin}"))?;
-            writeln!(out, "captchaai_edge_solves_total{{outcome=\"failed\",class=\"{class}\",origin=\"{origin}\"}} {n}")?;
+            writeln!(
+                out,
+                "captchaai_edge_solves_total{{outcome=\"failed\",class=\"{class}\",origin=\"{origin}\"}} {n}"
+            )?;
             if *origin != "input" {
                 failed_total += n;
             }

@@ -52,8 +52,7 @@ impl Settings {
             .ok()
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS);
-        let metrics_token =
-            var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let metrics_token = var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
         let number = |value: Option<String>| value.and_then(|v| v.trim().parse::<u64>().ok());
         let abandon_after_ms = number(var("abandon_after_ms").await.ok()).unwrap_or(DEFAULT_ABANDON_AFTER_MS);
         // The engine validates it (a bad value fails every solve with INVALID_CONFIG, field named).

@@ -301,6 +301,9 @@ async fn upstream_faults_map_to_documented_statuses() {
 async fn upstream_faults(runtime: Runtime) {
     let Some(stack) = Stack::start_on(runtime, KEY).await else { return };
     let turnstile = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE});
+    // The edge reads the plan (threadsinfo, cached for a minute) before its first submit: a first
+    // solve reads it now, so the faults below meet submits.
+    assert_eq!(stack.post(&turnstile, 0).await.status, 202);
 
     stack.emulator.force_next(1, Fault::Code("ERROR_BAD_TOKEN_OR_PAGEURL".into()));
     let refused = stack.post(&turnstile, 5).await;
@@ -398,7 +401,8 @@ async fn rejected_at_the_edge(runtime: Runtime) {
         ),
         ("POST", "/v1/solve?wait=99".into(), Some(valid.clone()), 400, Some("wait")),
         ("GET", "/v1/solve".into(), None, 405, None),
-        ("DELETE", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 405, None),
+        ("PUT", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 405, None),
+        ("DELETE", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 404, None),
         ("GET", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 404, None),
         ("GET", "/v1/solve/..%2F..%2Fetc%2Fpasswd".into(), None, 404, None),
         ("GET", "/v1/solve/0123456789ABCDEF0123456789ABCDEF".into(), None, 404, None),
@@ -408,6 +412,9 @@ async fn rejected_at_the_edge(runtime: Runtime) {
     for (method, path, body, status, field) in cases {
         let reply = stack.call(method, &path, Some(TOKEN), body).await;
         assert_eq!(reply.status, status, "{method} {path}: {}", reply.body);
+        if status == 405 {
+            assert!(reply.headers.contains_key("allow"), "{method} {path}: a 405 names the allowed methods");
+        }
         if let Some(field) = field {
             assert_eq!(reply.body["field"].as_str(), Some(field), "{method} {path}");
         }

@@ -6,6 +6,8 @@
 //! The serve host (host_tests::serve) joins these tests once it implements the wasi:keyvalue
 //! interfaces the edge imports (edge/KV-CONTRACT.md).
 
+// Shared with edge.rs; this file uses only part of it.
+#[allow(dead_code)]
 mod support;
 
 use std::path::PathBuf;
@@ -207,9 +209,11 @@ async fn a_client_dropping_mid_wait_loses_nothing() {
 async fn many_image_tasks_keep_the_store_bounded() {
     let Some(spin) = support::spin::binary() else { return };
     let Some(redis) = Redis::start() else { return };
-    let emulator = Emulator::start(
-        EmulatorConfig::default().with_seed(6).with_account(KEY, 100).with_solve_time(CaptchaKind::Image, 30_000, 40_000),
-    )
+    let emulator = Emulator::start(EmulatorConfig::default().with_seed(6).with_account(KEY, 100).with_solve_time(
+        CaptchaKind::Image,
+        30_000,
+        40_000,
+    ))
     .await
     .unwrap();
     let extra = [("solve_deadline_ms", "10000"), ("abandon_after_ms", "0"), ("upstream_timeout_ms", "2000")];
@@ -221,13 +225,16 @@ async fn many_image_tasks_keep_the_store_bounded() {
     for i in 0..TASKS {
         let img = image(200_000, i as u8);
         image_bytes += img.len() as u64;
-        let reply =
-            clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(json!({"type": "image", "image": img}).to_string())).await;
+        let reply = clients
+            .call(&edge.url(), "POST", "/v1/solve?wait=0", Some(json!({"type": "image", "image": img}).to_string()))
+            .await;
         assert_eq!(reply.status, 202, "{}", reply.body);
     }
     let post_ms = started.elapsed().as_millis();
     let (keys, bytes) = redis.usage();
-    eprintln!("{TASKS} image tasks in flight: {keys} keys, {bytes} bytes (images: {image_bytes} bytes); {post_ms} ms for the POSTs");
+    eprintln!(
+        "{TASKS} image tasks in flight: {keys} keys, {bytes} bytes (images: {image_bytes} bytes); {post_ms} ms for the POSTs"
+    );
     assert!(bytes >= image_bytes, "every task is stored");
     assert!(bytes < image_bytes + image_bytes / 10, "each task is stored once: {bytes} bytes for {image_bytes}");
 
@@ -241,10 +248,7 @@ async fn many_image_tasks_keep_the_store_bounded() {
         sweeps += 1;
     }
     let (keys, bytes) = redis.usage();
-    eprintln!(
-        "after {sweeps} requests ({} ms): {keys} keys, {bytes} bytes",
-        sweep_started.elapsed().as_millis()
-    );
+    eprintln!("after {sweeps} requests ({} ms): {keys} keys, {bytes} bytes", sweep_started.elapsed().as_millis());
     let left: Vec<String> = redis.keys().into_iter().filter(|k| k.starts_with("solve/")).collect();
     assert!(left.is_empty(), "expired solves left in the store: {left:?}");
     assert!(bytes < 16 * 1024, "{bytes} bytes left after the sweep");
@@ -258,14 +262,14 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     let Some(spin) = support::spin::binary() else { return };
     let Some(redis) = Redis::start() else { return };
     const PLAN: usize = 2;
-    let emulator = Emulator::start(
-        EmulatorConfig::default()
-            .with_seed(7)
-            .with_account(KEY, PLAN as u32)
-            .with_solve_time(CaptchaKind::Image, 1_000, 3_000),
-    )
-    .await
-    .unwrap();
+    let emulator =
+        Emulator::start(EmulatorConfig::default().with_seed(7).with_account(KEY, PLAN as u32).with_solve_time(
+            CaptchaKind::Image,
+            1_000,
+            3_000,
+        ))
+        .await
+        .unwrap();
     let runtime = redis.runtime_config();
     let a = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
     let b = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
@@ -297,7 +301,11 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     }
     let submits: Vec<_> = emulator.requests().into_iter().filter(|r| r.path == "/in.php").collect();
     let refused: Vec<_> = submits.iter().filter(|r| r.reply_code.as_deref() != Some("OK")).collect();
-    assert!(refused.is_empty(), "submits refused (busy threads = the plan oversubscribed): {:?}", refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>());
+    assert!(
+        refused.is_empty(),
+        "submits refused (busy threads = the plan oversubscribed): {:?}",
+        refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>()
+    );
     assert_eq!(submits.len(), PLAN * 3, "each task submitted once");
     task_ids.sort();
     task_ids.dedup();

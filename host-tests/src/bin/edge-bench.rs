@@ -108,13 +108,12 @@ async fn main() -> Result<()> {
     // Every connection on one id: most requests find another request holding the lease.
     let not_due = run(&spec(format!("{}/v1/solve/{}?wait=0", edge.url(), ids[0]), &args, true)).await?;
     // One id per connection: every request takes the lease, restores, asks the engine, saves.
-    let per_connection =
-        Args {
-            concurrency: 1,
-            requests: args.requests / args.concurrency,
-            warmup: args.warmup / args.concurrency,
-            kv: args.kv.clone(),
-        };
+    let per_connection = Args {
+        concurrency: 1,
+        requests: args.requests / args.concurrency,
+        warmup: args.warmup / args.concurrency,
+        kv: args.kv.clone(),
+    };
     let started = std::time::Instant::now();
     let loads: Vec<_> = ids[1..]
         .iter()

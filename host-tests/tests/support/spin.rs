@@ -71,11 +71,15 @@ impl SpinUp {
             .arg(root().join("spin.toml"))
             .args(["--listen", &address.to_string(), "--state-dir"])
             .arg(&state_dir)
-            .args(runtime_config.map(|toml| {
-                let file = state_dir.join("runtime-config.toml");
-                std::fs::write(&file, toml).unwrap();
-                vec![std::ffi::OsString::from("--runtime-config-file"), file.into_os_string()]
-            }).unwrap_or_default())
+            .args(
+                runtime_config
+                    .map(|toml| {
+                        let file = state_dir.join("runtime-config.toml");
+                        std::fs::write(&file, toml).unwrap();
+                        vec![std::ffi::OsString::from("--runtime-config-file"), file.into_os_string()]
+                    })
+                    .unwrap_or_default(),
+            )
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
