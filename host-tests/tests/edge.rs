@@ -221,6 +221,69 @@ async fn every_captcha_type_is_solved_through_the_api() {
     check_upstream(&stack.emulator);
 }
 
+/// `GET /metrics` (Prometheus text, behind the client tokens here): solves by outcome and class,
+/// the unsolvable ratio, upstream requests by kind, threads busy vs plan; never a key, token or
+/// answer. The auth scheme is case-insensitive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_solves_and_show_no_secrets() {
+    let stack = Stack::start(KEY).await;
+    let solved =
+        stack.solve(&json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE})).await;
+    assert_eq!(solved.status, 200, "{}", solved.body);
+    let answer = solved.body["answer"].as_str().unwrap().to_owned();
+    let unsolvable =
+        stack.solve(&json!({"type": "turnstile", "sitekey": "0x4AAAAAAAUnsolvableSitekey", "pageurl": PAGE})).await;
+    assert_eq!(unsolvable.body["class"], "unsolvable");
+
+    let scrape = |scheme: &'static str| {
+        let request = hyper::Request::builder()
+            .uri(format!("{}/metrics", stack.url()))
+            .header("authorization", format!("{scheme} {TOKEN}"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let client = stack.client.clone();
+        async move {
+            let response = client.request(request).await.unwrap();
+            let status = response.status().as_u16();
+            let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+            (
+                status,
+                content_type,
+                String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap(),
+            )
+        }
+    };
+    let (status, content_type, text) = scrape("bearer").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    let value = |series: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value(r#"captchaai_edge_solves_total{outcome="solved",class="",origin=""}"#) >= 1.0);
+    let unsolvable: f64 = text
+        .lines()
+        .filter(|l| l.starts_with(r#"captchaai_edge_solves_total{outcome="failed",class="unsolvable""#))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(unsolvable >= 1.0, "{text}");
+    let ratio = value("captchaai_edge_unsolvable_ratio ");
+    assert!(ratio > 0.0 && ratio < 1.0, "{ratio}");
+    assert!(value(r#"captchaai_edge_upstream_requests_total{kind="submit",result="reply"}"#) >= 2.0);
+    assert!(value(r#"captchaai_edge_upstream_requests_total{kind="poll",result="reply"}"#) >= 2.0);
+    assert!(value(r#"captchaai_edge_solve_seconds_count"#) >= 1.0);
+    assert_eq!(value("captchaai_edge_threads_plan "), 50.0);
+    value("captchaai_edge_threads_busy ");
+    for secret in [KEY, TOKEN, answer.as_str()] {
+        assert!(!text.contains(secret), "the metrics hold a secret");
+    }
+    // Without a token: refused (JSON, like every edge error).
+    let refused = stack.call("GET", "/metrics", None, None).await;
+    assert_eq!(refused.status, 401);
+    // Mixed-case scheme elsewhere too.
+    assert_eq!(scrape("BeArEr").await.0, 200);
+}
+
 /// The key only ever travels in POST bodies, and no task is polled faster than every 5 s.
 fn check_upstream(emulator: &Emulator) {
     let mut last = std::collections::HashMap::new();
