@@ -327,3 +327,73 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     assert!(peak as usize <= PLAN, "busy threads peaked at {peak} over a plan of {PLAN}");
     assert_eq!(peak as usize, PLAN, "the plan was used in full");
 }
+
+/// `captchaai serve` on a SQLite state dir, serving spin.toml; its URL once it listens.
+async fn serve_on(state_dir: &std::path::Path, emulator: &Emulator) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--manifest"])
+        .arg(support::spin::root().join("spin.toml"))
+        .arg("--state-dir")
+        .arg(state_dir)
+        .env("SPIN_VARIABLE_CAPTCHAAI_KEY", KEY)
+        .env("SPIN_VARIABLE_CLIENT_TOKENS", TOKEN)
+        .env("SPIN_VARIABLE_API_BASE", emulator.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = tokio::time::timeout_at(deadline, stdout.next_line()).await.unwrap().unwrap().expect("a line");
+        if let Some(url) = line.strip_prefix("serving ") {
+            // Keep draining stdout so the server never blocks on a full pipe.
+            tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+            return (child, url.trim().to_owned());
+        }
+    }
+}
+
+/// The serve host killed mid-solve (SIGKILL, no graceful shutdown) and started again on the same
+/// SQLite state: the solve continues from its stored state, with no second submit, and the next
+/// GET gets the answer. (The emulator runs in this test and keeps its tasks; a real restart of
+/// `scripts/run.sh` also restarts the emulator, which forgets them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
+    edge_wasm();
+    let emulator = Emulator::start(EmulatorConfig::default().with_seed(9).with_account(KEY, 5).with_solve_time(
+        CaptchaKind::Turnstile,
+        6_000,
+        8_000,
+    ))
+    .await
+    .unwrap();
+    let state_dir = std::env::temp_dir().join(format!("captchaai-edge-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let clients = Clients::new();
+    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
+
+    let (mut first, url) = serve_on(&state_dir, &emulator).await;
+    let started = clients.call(&url, "POST", "/v1/solve?wait=0", Some(task)).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    let id = started.body["id"].as_str().unwrap().to_owned();
+    let submits = || emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits(), 1, "the POST submitted the task");
+    first.kill().await.unwrap();
+
+    let (_second, url) = serve_on(&state_dir, &emulator).await;
+    let mut reply = clients.call(&url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+    for _ in 0..4 {
+        if reply.status != 202 {
+            break;
+        }
+        reply = clients.call(&url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+    }
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body["answer"].as_str().is_some_and(|a| !a.is_empty()), "{}", reply.body);
+    assert_eq!(submits(), 1, "the restarted host continued the same task, with no second submit");
+    let _ = std::fs::remove_dir_all(&state_dir);
+}
