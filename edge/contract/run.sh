@@ -60,10 +60,11 @@ stat_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]]
 # 1. Tools and builds.
 SPIN=${SPIN_BIN:-$ROOT/../shared/tools/spin/spin}
 [[ -x $SPIN ]] || { say "no Spin CLI at $SPIN (set SPIN_BIN)"; exit 1; }
-if [[ ! -x $VENV/bin/schemathesis ]] || [[ $("$VENV/bin/schemathesis" --version 2>/dev/null) != *"$SCHEMATHESIS_VERSION"* ]]; then
-  say "creating $VENV (schemathesis==$SCHEMATHESIS_VERSION)"
+if [[ ! -x $VENV/bin/schemathesis ]] || [[ $("$VENV/bin/schemathesis" --version 2>/dev/null) != *"$SCHEMATHESIS_VERSION"* ]] \
+  || ! "$VENV/bin/python" -c 'import jsonschema' 2>/dev/null; then
+  say "creating $VENV (schemathesis==$SCHEMATHESIS_VERSION, jsonschema for the property test)"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" "jsonschema==4.26.0"
 fi
 say "building: engine component, edge app, emulator (cargo, incremental)"
 cargo xtask component >/dev/null
