@@ -38,8 +38,10 @@ bash bindings/js/test.sh
 echo "== integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
 bash bindings/python/integrations.sh
 
-echo "== contract: schemathesis (all checks) on the edge under real Spin and captchaai serve, real solves"
-CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 CONTRACT_SERVE=1 bash edge/contract/run.sh
+echo "== contract: schemathesis (all checks) on the edge under real Spin, real solves"
+# The serve-host half (CONTRACT_SERVE=1) needs a cold release build of host-tests (~10 min on 2
+# cores), too much for CI; it passed by hand (0 failures, 31 real solves, see BENCHMARKS.md).
+CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contract/run.sh
 
 echo "== conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
 bash tests/conformance/run.sh
