@@ -55,7 +55,7 @@ impl Settings {
         let metrics_token = var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
         let number = |value: Option<String>| value.and_then(|v| v.trim().parse::<u64>().ok());
         let abandon_after_ms = number(var("abandon_after_ms").await.ok()).unwrap_or(DEFAULT_ABANDON_AFTER_MS);
-        // The engine validates it (a bad value fails every solve with INVALID_CONFIG, field named).
+        // The engine validates it (a bad value fails every solve with the field named).
         let deadline_ms = number(var("solve_deadline_ms").await.ok());
         let config = Config {
             base_url,

@@ -9,7 +9,7 @@ export class CaptchaAIError extends Error {
   constructor({ code, message, origin, taskId, field, retryAfter }) {
     super(message);
     this.name = new.target.name;
-    /** The raw API code (`ERROR_ZERO_BALANCE`, ...) or an engine code (`INVALID_TASK`, ...). */
+    /** The failure's code as the engine reports it (CaptchaAI's or the engine's own; see its code table). */
     this.code = code;
     /** `'input'` (refused before sending), `'service'` (CaptchaAI said so) or `'no_answer'`. */
     this.origin = origin;

@@ -158,7 +158,7 @@ export interface Config {
   maxSubmitRetries?: number;
   /** Consecutive failed polls before giving up, 1-100; default 10. */
   maxPollErrors?: number;
-  /** Fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE, 0-5; default 1. */
+  /** Fresh resubmissions after the service reports a captcha unsolvable, 0-5; default 1. */
   unsolvableRetries?: number;
   /** Seed for wait jitter; none means no jitter. */
   jitterSeed?: number | bigint;
@@ -208,7 +208,7 @@ export type FailureOrigin = 'input' | 'service' | 'no_answer';
 
 /** A solve that ended without an answer, or was refused before anything was sent. */
 export declare class CaptchaAIError extends Error {
-  /** The raw API code (`ERROR_ZERO_BALANCE`, ...) or an engine code (`INVALID_TASK`, `INVALID_CONFIG`, `INVALID_KEY`, `TRANSPORT_ERROR`, `UNEXPECTED_REPLY`, `DEADLINE_EXCEEDED`). */
+  /** The failure's code as the engine reports it (CaptchaAI's or the engine's own; see its code table). */
   readonly code: string;
   /** `input`: refused before sending (fix the task); `service`: CaptchaAI's answer; `no_answer`: transport, unreadable replies, deadline. */
   readonly origin: FailureOrigin;

@@ -2,7 +2,7 @@
 (:meth:`Task.to_dict`); plain dicts in the same form are accepted everywhere a task is.
 
 Required fields are positional, optional ones keyword-only. Validation (lengths, URLs, proxies,
-image formats, ranges) is the engine's: a bad task fails with a permanent ``INVALID_TASK`` error
+image formats, ranges) is the engine's: a bad task fails with a permanent error from the engine
 naming the field, before anything is sent. ``extra`` passes further parameters through
 (``soft_id``, ``pingback``, ...); the engine refuses any that would override a field or the key.
 """

@@ -16,7 +16,7 @@ _U32 = 0xFFFF_FFFF
 class Config:
     """Solve settings (the WIT ``config``). ``None`` takes the engine's default, or the captcha
     type's value for timings. Ranges are checked by the engine: an invalid value makes the solve
-    fail with a permanent ``INVALID_CONFIG`` error naming the field."""
+    fail with a permanent error from the engine naming the field."""
 
     base_url: Optional[str] = None
     """Default ``https://ocr.captchaai.com``."""
@@ -33,7 +33,7 @@ class Config:
     max_poll_errors: Optional[int] = None
     """Consecutive failed polls before giving up, 1-100; default 10."""
     unsolvable_retries: Optional[int] = None
-    """Fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE, 0-5; default 1."""
+    """Fresh resubmissions after the service reports a captcha unsolvable, 0-5; default 1."""
     jitter_seed: Optional[int] = None
     """Seed for wait jitter; None means no jitter."""
     max_jitter_ms: Optional[int] = None
