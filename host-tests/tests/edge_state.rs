@@ -6,23 +6,16 @@
 //! The serve host (host_tests::serve) joins these tests once it implements the wasi:keyvalue
 //! interfaces the edge imports (edge/KV-CONTRACT.md).
 
-// Shared with edge.rs; this file uses only part of it.
-#[allow(dead_code)]
 mod support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig};
+use support::edge_client::{Clients, image, solve_three_times_the_plan};
 use support::spin::SpinUp;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -104,60 +97,12 @@ fn which(name: &str) -> Result<PathBuf, ()> {
         .ok_or(())
 }
 
-struct Reply {
-    status: u16,
-    body: Value,
-}
-
-/// An HTTP client for one or more edge instances.
-struct Clients {
-    client: Client<HttpConnector, Full<Bytes>>,
-}
-
-impl Clients {
-    fn new() -> Clients {
-        Clients { client: Client::builder(TokioExecutor::new()).build_http() }
-    }
-
-    async fn call(&self, base: &str, method: &str, path: &str, body: Option<String>) -> Reply {
-        let request = hyper::Request::builder()
-            .method(method)
-            .uri(format!("{base}{path}"))
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .unwrap();
-        let response =
-            tokio::time::timeout(Duration::from_secs(60), self.client.request(request)).await.unwrap().unwrap();
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
-        Reply { status, body }
-    }
-
-    /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending.
-    async fn collect(&self, bases: &[String], id: &str) -> Reply {
-        for attempt in 0..30 {
-            let reply = self.call(&bases[attempt % bases.len()], "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
-            if reply.status != 202 {
-                return reply;
-            }
-        }
-        panic!("solve {id} still pending after 30 long polls");
-    }
-}
-
 async fn spin_up(spin: &std::path::Path, emulator: &Emulator, extra: &[(&str, &str)], runtime: Option<&str>) -> SpinUp {
     edge_wasm();
     let base = emulator.base_url();
     let mut variables = vec![("captchaai_key", KEY), ("client_tokens", TOKEN), ("api_base", base.as_str())];
     variables.extend_from_slice(extra);
     SpinUp::start_with(spin, &variables, runtime).await
-}
-
-fn image(bytes: usize, seed: u8) -> String {
-    let mut raw = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x40\0\0\0\x40".to_vec();
-    raw.extend((0..bytes).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
-    base64::engine::general_purpose::STANDARD.encode(raw)
 }
 
 /// A client that drops its long poll loses nothing: the next GET gets the answer, again and
@@ -170,7 +115,7 @@ async fn a_client_dropping_mid_wait_loses_nothing() {
             .await
             .unwrap();
     let edge = spin_up(&spin, &emulator, &[], None).await;
-    let clients = Clients::new();
+    let clients = Clients::new(TOKEN);
     let task = json!({"type": "recaptcha_v2", "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "pageurl": PAGE});
     let started = clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(task.to_string())).await;
     assert_eq!(started.status, 202, "{}", started.body);
@@ -218,7 +163,7 @@ async fn many_image_tasks_keep_the_store_bounded() {
     .unwrap();
     let extra = [("solve_deadline_ms", "10000"), ("abandon_after_ms", "0"), ("upstream_timeout_ms", "2000")];
     let edge = spin_up(&spin, &emulator, &extra, Some(&redis.runtime_config())).await;
-    let clients = Clients::new();
+    let clients = Clients::new(TOKEN);
     const TASKS: usize = 30;
     let mut image_bytes = 0;
     let started = Instant::now();
@@ -273,59 +218,7 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     let runtime = redis.runtime_config();
     let a = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
     let b = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
-    let bases = [a.url(), b.url()];
-    let clients = std::sync::Arc::new(Clients::new());
-    let mut handles = Vec::new();
-    for i in 0..PLAN * 3 {
-        let clients = clients.clone();
-        let bases: Vec<String> = if i % 2 == 0 { bases.to_vec() } else { bases.iter().rev().cloned().collect() };
-        handles.push(tokio::spawn(async move {
-            let task = json!({"type": "image", "image": image(400, i as u8)});
-            let first = clients.call(&bases[0], "POST", "/v1/solve?wait=25", Some(task.to_string())).await;
-            let reply = match first.status {
-                202 => clients.collect(&bases, first.body["id"].as_str().unwrap()).await,
-                _ => first,
-            };
-            // Delivered again from the other instance, the same body.
-            let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
-            let again = clients.call(&bases[1], "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
-            (reply, again)
-        }));
-    }
-    let mut task_ids = Vec::new();
-    for handle in handles {
-        let (reply, again) = handle.await.unwrap();
-        assert_eq!(reply.status, 200, "{}", reply.body);
-        assert_eq!((again.status, &again.body), (200, &reply.body));
-        task_ids.push(reply.body["task_id"].as_str().unwrap().parse::<u64>().unwrap());
-    }
-    let submits: Vec<_> = emulator.requests().into_iter().filter(|r| r.path == "/in.php").collect();
-    let refused: Vec<_> = submits.iter().filter(|r| r.reply_code.as_deref() != Some("OK")).collect();
-    assert!(
-        refused.is_empty(),
-        "submits refused (busy threads = the plan oversubscribed): {:?}",
-        refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>()
-    );
-    assert_eq!(submits.len(), PLAN * 3, "each task submitted once");
-    task_ids.sort();
-    task_ids.dedup();
-    assert_eq!(task_ids.len(), PLAN * 3, "each task delivered its own answer");
-    // Busy threads at the emulator over time: never above the plan.
-    let mut events = Vec::new();
-    for id in &task_ids {
-        let info = emulator.task(*id).unwrap();
-        events.push((info.submitted_at_ms, 1i64));
-        events.push((info.ready_at_ms, -1i64));
-    }
-    events.sort();
-    let (mut busy, mut peak) = (0i64, 0i64);
-    for (_, delta) in events {
-        busy += delta;
-        peak = peak.max(busy);
-    }
-    eprintln!("peak busy threads at the emulator: {peak} (plan {PLAN}), {} submits", submits.len());
-    assert!(peak as usize <= PLAN, "busy threads peaked at {peak} over a plan of {PLAN}");
-    assert_eq!(peak as usize, PLAN, "the plan was used in full");
+    solve_three_times_the_plan(std::sync::Arc::new(Clients::new(TOKEN)), [a.url(), b.url()], &emulator, PLAN).await;
 }
 
 /// `captchaai serve` on a SQLite state dir, serving spin.toml; its URL once it listens.
@@ -373,7 +266,7 @@ async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
     let state_dir = std::env::temp_dir().join(format!("captchaai-edge-restart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state_dir);
     std::fs::create_dir_all(&state_dir).unwrap();
-    let clients = Clients::new();
+    let clients = Clients::new(TOKEN);
     let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
 
     let (mut first, url) = serve_on(&state_dir, &emulator).await;

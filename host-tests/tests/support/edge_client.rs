@@ -1,0 +1,125 @@
+//! Clients of running edge instances (under real Spin or `captchaai serve`) for the state and
+//! scale tests: JSON calls with a client token, long polls across instances, test images, and the
+//! check that several instances sharing one store never oversubscribe the plan.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use host_tests::emulator::Emulator;
+
+/// A response: status and JSON body.
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// An HTTP client for one or more edge instances, sending one client token.
+pub struct Clients {
+    client: Client<HttpConnector, Full<Bytes>>,
+    token: String,
+}
+
+impl Clients {
+    pub fn new(token: &str) -> Clients {
+        Clients { client: Client::builder(TokioExecutor::new()).build_http(), token: token.to_owned() }
+    }
+
+    /// One request to `base` + `path` (60 s bound); the body must be JSON.
+    pub async fn call(&self, base: &str, method: &str, path: &str, body: Option<String>) -> Reply {
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{base}{path}"))
+            .header("authorization", format!("Bearer {}", self.token))
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .unwrap();
+        let response =
+            tokio::time::timeout(Duration::from_secs(60), self.client.request(request)).await.unwrap().unwrap();
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
+        Reply { status, body }
+    }
+
+    /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending.
+    pub async fn collect(&self, bases: &[String], id: &str) -> Reply {
+        for attempt in 0..30 {
+            let reply = self.call(&bases[attempt % bases.len()], "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+            if reply.status != 202 {
+                return reply;
+            }
+        }
+        panic!("solve {id} still pending after 30 long polls");
+    }
+}
+
+/// A base64 PNG-signed image of about `bytes` bytes, distinct per `seed`.
+pub fn image(bytes: usize, seed: u8) -> String {
+    let mut raw = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x40\0\0\0\x40".to_vec();
+    raw.extend((0..bytes).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+/// Three times `plan` image tasks at once, spread over the two instances at `bases` (which share
+/// one store): the emulator's record shows busy threads never above the plan (and the plan used
+/// in full), no submit refused, every task solved, submitted once and delivered its own answer,
+/// and each answer delivered again, the same body, by the other instance.
+pub async fn solve_three_times_the_plan(clients: Arc<Clients>, bases: [String; 2], emulator: &Emulator, plan: usize) {
+    let mut handles = Vec::new();
+    for i in 0..plan * 3 {
+        let clients = clients.clone();
+        let bases: Vec<String> = if i % 2 == 0 { bases.to_vec() } else { bases.iter().rev().cloned().collect() };
+        handles.push(tokio::spawn(async move {
+            let task = json!({"type": "image", "image": image(400, i as u8)});
+            let first = clients.call(&bases[0], "POST", "/v1/solve?wait=25", Some(task.to_string())).await;
+            let reply = match first.status {
+                202 => clients.collect(&bases, first.body["id"].as_str().unwrap()).await,
+                _ => first,
+            };
+            let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+            let again = clients.call(&bases[1], "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+            (reply, again)
+        }));
+    }
+    let mut task_ids = Vec::new();
+    for handle in handles {
+        let (reply, again) = handle.await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!((again.status, &again.body), (200, &reply.body), "delivered again by the other instance");
+        task_ids.push(reply.body["task_id"].as_str().unwrap().parse::<u64>().unwrap());
+    }
+    let submits: Vec<_> = emulator.requests().into_iter().filter(|r| r.path == "/in.php").collect();
+    let refused: Vec<_> = submits.iter().filter(|r| r.reply_code.as_deref() != Some("OK")).collect();
+    assert!(
+        refused.is_empty(),
+        "submits refused (busy threads = the plan oversubscribed): {:?}",
+        refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>()
+    );
+    assert_eq!(submits.len(), plan * 3, "each task submitted once");
+    task_ids.sort();
+    task_ids.dedup();
+    assert_eq!(task_ids.len(), plan * 3, "each task delivered its own answer");
+    // Busy threads at the emulator over time, from its record of every task: never above the plan.
+    let mut events = Vec::new();
+    for id in &task_ids {
+        let info = emulator.task(*id).unwrap();
+        events.push((info.submitted_at_ms, 1i64));
+        events.push((info.ready_at_ms, -1i64));
+    }
+    events.sort();
+    let (mut busy, mut peak) = (0i64, 0i64);
+    for (_, delta) in events {
+        busy += delta;
+        peak = peak.max(busy);
+    }
+    eprintln!("peak busy threads at the emulator: {peak} (plan {plan}), {} submits", submits.len());
+    assert!(peak as usize <= plan, "busy threads peaked at {peak} over a plan of {plan}");
+    assert_eq!(peak as usize, plan, "the plan was used in full");
+}
