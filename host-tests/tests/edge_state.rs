@@ -6,16 +6,18 @@
 //! The serve host (host_tests::serve) joins these tests once it implements the wasi:keyvalue
 //! interfaces the edge imports (edge/KV-CONTRACT.md).
 
+mod serve_support;
 mod support;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig};
-use support::edge_client::{Clients, image, solve_three_times_the_plan};
+use serve_support::RedisServer;
+use support::edge_client::{Clients, ServeProcess, image, solve_three_times_the_plan};
 use support::spin::SpinUp;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -26,75 +28,6 @@ fn edge_wasm() -> PathBuf {
     let path = support::spin::root().join("target/edge/captchaai_edge.wasm");
     assert!(path.exists(), "{} is missing: build it with `cargo xtask component && cargo xtask edge`", path.display());
     path
-}
-
-/// A redis-server on a free loopback port (no persistence), stopped on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    /// `None` (with a SKIPPED line) where redis-server is not installed.
-    fn start() -> Option<Redis> {
-        let Ok(path) = which("redis-server") else {
-            eprintln!("SKIPPED: no redis-server on PATH (apt-get install -y redis-server)");
-            return None;
-        };
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(path)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(Redis { child, port })
-    }
-
-    fn runtime_config(&self) -> String {
-        format!("[key_value_store.default]\ntype = \"redis\"\nurl = \"redis://127.0.0.1:{}\"\n", self.port)
-    }
-
-    /// `redis-cli` against this server.
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli").args(["-p", &self.port.to_string()]).args(args).output().unwrap();
-        assert!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    /// (keys, total value bytes) in the store.
-    fn usage(&self) -> (u64, u64) {
-        let keys = self.cli(&["DBSIZE"]).parse().unwrap();
-        let script = "local n=0 for _,k in ipairs(redis.call('KEYS','*')) do \
-                      if redis.call('TYPE',k).ok=='string' then n=n+redis.call('STRLEN',k) end end return n";
-        let bytes = self.cli(&["EVAL", script, "0"]).parse().unwrap();
-        (keys, bytes)
-    }
-
-    fn keys(&self) -> Vec<String> {
-        self.cli(&["KEYS", "*"]).lines().map(str::to_owned).collect()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn which(name: &str) -> Result<PathBuf, ()> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-        .ok_or(())
 }
 
 async fn spin_up(spin: &std::path::Path, emulator: &Emulator, extra: &[(&str, &str)], runtime: Option<&str>) -> SpinUp {
@@ -153,7 +86,7 @@ async fn a_client_dropping_mid_wait_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_image_tasks_keep_the_store_bounded() {
     let Some(spin) = support::spin::binary() else { return };
-    let Some(redis) = Redis::start() else { return };
+    let Some(redis) = RedisServer::start("edge-state") else { return };
     let emulator = Emulator::start(EmulatorConfig::default().with_seed(6).with_account(KEY, 100).with_solve_time(
         CaptchaKind::Image,
         30_000,
@@ -205,7 +138,7 @@ async fn many_image_tasks_keep_the_store_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     let Some(spin) = support::spin::binary() else { return };
-    let Some(redis) = Redis::start() else { return };
+    let Some(redis) = RedisServer::start("edge-state") else { return };
     const PLAN: usize = 2;
     let emulator =
         Emulator::start(EmulatorConfig::default().with_seed(7).with_account(KEY, PLAN as u32).with_solve_time(
@@ -219,34 +152,6 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
     let a = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
     let b = spin_up(&spin, &emulator, &[], Some(&runtime)).await;
     solve_three_times_the_plan(std::sync::Arc::new(Clients::new(TOKEN)), [a.url(), b.url()], &emulator, PLAN).await;
-}
-
-/// `captchaai serve` on a SQLite state dir, serving spin.toml; its URL once it listens.
-async fn serve_on(state_dir: &std::path::Path, emulator: &Emulator) -> (tokio::process::Child, String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--manifest"])
-        .arg(support::spin::root().join("spin.toml"))
-        .arg("--state-dir")
-        .arg(state_dir)
-        .env("SPIN_VARIABLE_CAPTCHAAI_KEY", KEY)
-        .env("SPIN_VARIABLE_CLIENT_TOKENS", TOKEN)
-        .env("SPIN_VARIABLE_API_BASE", emulator.base_url())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        let line = tokio::time::timeout_at(deadline, stdout.next_line()).await.unwrap().unwrap().expect("a line");
-        if let Some(url) = line.strip_prefix("serving ") {
-            // Keep draining stdout so the server never blocks on a full pipe.
-            tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
-            return (child, url.trim().to_owned());
-        }
-    }
 }
 
 /// The serve host killed mid-solve (SIGKILL, no graceful shutdown) and started again on the same
@@ -269,15 +174,18 @@ async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
     let clients = Clients::new(TOKEN);
     let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
 
-    let (mut first, url) = serve_on(&state_dir, &emulator).await;
+    let on_state = ["--state-dir".as_ref(), state_dir.as_os_str()];
+    let first = ServeProcess::start(&on_state, KEY, TOKEN, &emulator.base_url()).await;
+    let url = first.url.clone();
     let started = clients.call(&url, "POST", "/v1/solve?wait=0", Some(task)).await;
     assert_eq!(started.status, 202, "{}", started.body);
     let id = started.body["id"].as_str().unwrap().to_owned();
     let submits = || emulator.requests().iter().filter(|r| r.path == "/in.php").count();
     assert_eq!(submits(), 1, "the POST submitted the task");
-    first.kill().await.unwrap();
+    first.kill().await;
 
-    let (_second, url) = serve_on(&state_dir, &emulator).await;
+    let second = ServeProcess::start(&on_state, KEY, TOKEN, &emulator.base_url()).await;
+    let url = second.url.clone();
     let mut reply = clients.call(&url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
     for _ in 0..4 {
         if reply.status != 202 {

@@ -20,6 +20,32 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// A Spin runtime config (TOML) whose default key-value store is this server.
+    pub fn runtime_config(&self) -> String {
+        format!("[key_value_store.default]\ntype = \"redis\"\nurl = \"{}\"\n", self.url())
+    }
+
+    /// `redis-cli` against this server.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli").args(["-p", &self.port.to_string()]).args(args).output().unwrap();
+        assert!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// (keys, total bytes of string values) in the store.
+    pub fn usage(&self) -> (u64, u64) {
+        let keys = self.cli(&["DBSIZE"]).parse().unwrap();
+        let script = "local n=0 for _,k in ipairs(redis.call('KEYS','*')) do \
+                      if redis.call('TYPE',k).ok=='string' then n=n+redis.call('STRLEN',k) end end return n";
+        let bytes = self.cli(&["EVAL", script, "0"]).parse().unwrap();
+        (keys, bytes)
+    }
+
+    /// Every key in the store.
+    pub fn keys(&self) -> Vec<String> {
+        self.cli(&["KEYS", "*"]).lines().map(str::to_owned).collect()
+    }
+
     /// Starts redis-server, or returns `None` (after printing why) if the binary is missing.
     /// Panics if it is present but does not come up within 10 s.
     pub fn start(name: &str) -> Option<RedisServer> {

@@ -123,3 +123,59 @@ pub async fn solve_three_times_the_plan(clients: Arc<Clients>, bases: [String; 2
     assert!(peak as usize <= plan, "busy threads peaked at {peak} over a plan of {plan}");
     assert_eq!(peak as usize, plan, "the plan was used in full");
 }
+
+/// `captchaai serve --manifest spin.toml` (the composed edge app) as a child process with the
+/// given store flags (`--state-dir DIR`, `--runtime-config-file FILE`, ...) and Spin variables,
+/// killed on drop (or by [`ServeProcess::kill`], like a crash).
+pub struct ServeProcess {
+    child: tokio::process::Child,
+    pub url: String,
+}
+
+impl ServeProcess {
+    pub async fn start(store: &[&std::ffi::OsStr], key: &str, token: &str, api_base: &str) -> ServeProcess {
+        use tokio::io::AsyncBufReadExt;
+        let root = super::spin::root();
+        let edge = root.join("target/edge/captchaai_edge.wasm");
+        assert!(edge.exists(), "{} is missing: run cargo xtask component && cargo xtask edge", edge.display());
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
+            .arg("serve")
+            .arg("--manifest")
+            .arg(root.join("spin.toml"))
+            .args(["--listen", "127.0.0.1:0", "--quiet-guest"])
+            .args(store)
+            .arg("--cache-dir")
+            .arg(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve-cache"))
+            .env("SPIN_VARIABLE_CAPTCHAAI_KEY", key)
+            .env("SPIN_VARIABLE_CLIENT_TOKENS", token)
+            .env("SPIN_VARIABLE_API_BASE", api_base)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn captchaai serve");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        // A first start compiles the edge app (debug build of the host: slow).
+        let line = tokio::time::timeout(Duration::from_secs(300), lines.next_line())
+            .await
+            .expect("serve did not start within 300 s")
+            .unwrap()
+            .expect("serve exited before listening");
+        let url =
+            line.strip_prefix("serving ").unwrap_or_else(|| panic!("unexpected stdout {line:?}")).trim().to_owned();
+        // Keep draining stdout so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        ServeProcess { child, url }
+    }
+
+    /// SIGKILL, no graceful shutdown; waits until the process is gone.
+    pub async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
