@@ -212,10 +212,6 @@ async fn route(request: Request) -> Routed {
     authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
     let wait = wait_seconds(request.uri().query()).map_err(|r| (r, None))?;
     let kv = Kv::open().map_err(|e| (Reject::internal(e), None))?;
-    // A bounded sweep of what expired, on every authenticated request.
-    if let Err(e) = sweep::run(&kv) {
-        eprintln!("edge: sweep: {e:#}");
-    }
     match (method, path.as_str()) {
         (Method::POST, "/v1/solve") => start(request, &kv, &settings, wait).await,
         (_, "/v1/solve") => wrong_method("POST"),
@@ -235,6 +231,15 @@ async fn route(request: Request) -> Routed {
             }
         }
         _ => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route"), None)),
+    }
+}
+
+/// A bounded sweep of what expired: every request that writes or finds nothing runs one (a
+/// 202 or a stored result answered from the record alone does not), so every solve created
+/// pays for the removal of at least [`sweep::PER_REQUEST`] expired ones.
+fn sweep_some(kv: &Kv) {
+    if let Err(e) = sweep::run(kv) {
+        eprintln!("edge: sweep: {e:#}");
     }
 }
 
@@ -329,6 +334,7 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
     let task = std::str::from_utf8(&body)
         .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
+    sweep_some(kv);
     let solve = Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| {
         metrics::failed(kv, f.class, f.origin);
         (Reject::from_failure(f), None)
@@ -345,6 +351,7 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
         slot: None,
         slot_exp: 0,
         result: None,
+        due: None,
         rev: holder.clone(),
     };
     let held = store::create(kv, &id, solve.snapshot_base(), &record).map_err(internal)?;
@@ -359,11 +366,16 @@ async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
     let holder = new_id().map_err(internal)?;
     let wait_until = now_ms() + wait * 1_000;
+    let mut swept = false;
     loop {
         let now = now_ms();
-        let Some(mut loaded) = store::load(kv, id).map_err(internal)? else { return Err(not_found(owned)) };
+        let Some(mut loaded) = store::load(kv, id).map_err(internal)? else {
+            sweep_some(kv);
+            return Err(not_found(owned));
+        };
         if loaded.record.exp <= now {
             sweep::expire(kv, id, &loaded.record).map_err(internal)?;
+            sweep_some(kv);
             return Err(not_found(owned));
         }
         if let Some(result) = &loaded.record.result {
@@ -376,6 +388,13 @@ async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
             return Ok((response, owned));
         }
         let busy = loaded.record.lease.as_ref().is_some_and(|l| l.until > now);
+        // Nothing is due before this request's wait ends: the record alone answers.
+        if !busy && let Some(due) = loaded.record.due.filter(|due| *due > wait_until) {
+            return Ok((pending(id, due - now), owned));
+        }
+        if !std::mem::replace(&mut swept, true) {
+            sweep_some(kv);
+        }
         if !busy {
             let lease_until = lease_until(settings, wait_until);
             let mut next = loaded.record.clone();
@@ -404,6 +423,7 @@ fn not_found(id: Option<String>) -> (Reject, Option<String>) {
 fn delete(id: &str, kv: &Kv) -> Routed {
     let owned = Some(id.to_owned());
     let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
+    sweep_some(kv);
     let Some(loaded) = store::load(kv, id).map_err(internal)? else { return Err(not_found(owned)) };
     store::remove(kv, id).map_err(internal)?;
     if loaded.record.result.is_some()
@@ -485,6 +505,7 @@ async fn advance(
     let progress = drive::run(&solve, wait_until, lease_until, kv, |solve| {
         let mut next = held.record.clone();
         next.state = Some(solve.snapshot_state());
+        next.due = None;
         if let Some(deadline) = solve.deadline() {
             // The solve is at CaptchaAI now: keep it (and its thread slot) until its task can
             // no longer hold a thread, plus a grace to collect the outcome.
@@ -529,10 +550,11 @@ fn settle(kv: &Kv, id: &str, mut held: store::Loaded, solve: &Solve, progress: P
     let now = now_ms();
     let (status, body) = match progress {
         Progress::Lost => return Ok((pending(id, 1_000), owned)),
-        Progress::Pending { retry_after_ms } => {
+        Progress::Pending { retry_after_ms, due } => {
             let mut next = held.record.clone();
             next.state = Some(solve.snapshot_state());
             next.lease = None;
+            next.due = due;
             store::swap(kv, id, &mut held, next).map_err(internal)?;
             return Ok((pending(id, retry_after_ms), owned));
         }
@@ -576,6 +598,7 @@ fn finish(
         slot: None,
         slot_exp: 0,
         result: Some(StoredResult { status: status.as_u16(), body: body.clone() }),
+        due: None,
         rev: String::new(),
     };
     let swapped = store::swap(kv, id, held, next)?;

@@ -11,9 +11,11 @@ pub enum Progress {
     Solved(Solution),
     Failed(Failure),
     /// Still in flight (its state as of `snapshot-state` now): ask the client to come back in
-    /// `retry_after_ms`.
+    /// `retry_after_ms`. `due` is when the engine's next request is due (epoch ms), if the run
+    /// stopped only because the wait ends before it.
     Pending {
         retry_after_ms: u64,
+        due: Option<u64>,
     },
     /// A checkpoint found the record changed: the solve was deleted or taken over by another
     /// driver after this one's lease; this driver stops.
@@ -70,11 +72,11 @@ pub async fn run(
         };
         let now = now_ms();
         if request.at > wait_until || (sent && now >= wait_until) {
-            return Ok(Progress::Pending { retry_after_ms: request.at.saturating_sub(now) });
+            return Ok(Progress::Pending { retry_after_ms: request.at.saturating_sub(now), due: Some(request.at) });
         }
         sleep_until(request.at).await;
         if now_ms() + request.timeout_ms + LEASE_MARGIN_MS > lease_until {
-            return Ok(Progress::Pending { retry_after_ms: 1_000 });
+            return Ok(Progress::Pending { retry_after_ms: 1_000, due: None });
         }
         sent = true;
         let reply = upstream::send(&request).await;

@@ -45,6 +45,11 @@ pub struct SolveRecord {
     /// When the slot expires (epoch ms).
     pub slot_exp: u64,
     pub result: Option<StoredResult>,
+    /// When the engine's next request is due (epoch ms), as of `state`, if the last driver
+    /// stopped only to wait for it. A `GET` whose wait ends before then answers 202 from the
+    /// record alone: nothing is due, so nothing is written.
+    #[serde(default)]
+    pub due: Option<u64>,
     /// A random value per write: makes every written value unique to its writer (see
     /// `Cas::swap`).
     pub rev: String,
