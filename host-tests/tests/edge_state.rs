@@ -198,3 +198,71 @@ async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
     assert_eq!(submits(), 1, "the restarted host continued the same task, with no second submit");
     let _ = std::fs::remove_dir_all(&state_dir);
 }
+
+/// Every row of the serve host's SQLite store (Spin's table layout), in key order.
+fn sqlite_rows(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn.prepare("SELECT key, value FROM spin_key_value ORDER BY key").unwrap();
+    stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// Clients polling a solve whose next upstream request is not yet due get 202 with the time
+/// left, and the store is not written at all (no lease, checkpoint, counter or sweep): the
+/// record answers alone. The solve then finishes with one submit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_before_the_next_request_is_due_writes_nothing() {
+    edge_wasm();
+    let emulator = Emulator::start(EmulatorConfig::default().with_seed(10).with_account(KEY, 5).with_solve_time(
+        CaptchaKind::Turnstile,
+        6_000,
+        8_000,
+    ))
+    .await
+    .unwrap();
+    let state_dir = std::env::temp_dir().join(format!("captchaai-edge-not-due-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let clients = Clients::new(TOKEN);
+    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
+    let serve =
+        ServeProcess::start(&["--state-dir".as_ref(), state_dir.as_os_str()], KEY, TOKEN, &emulator.base_url()).await;
+
+    let started = clients.call(&serve.url, "POST", "/v1/solve?wait=0", Some(task)).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    let id = started.body["id"].as_str().unwrap().to_owned();
+    let first_retry = started.body["retry_after_s"].as_u64().unwrap();
+    assert!(first_retry > 2, "the engine's first poll is a few seconds away: {}", started.body);
+    let db = state_dir.join("sqlite_key_value.db");
+    let before = sqlite_rows(&db);
+    let upstream_before = emulator.requests().len();
+    assert!(before.iter().any(|(k, _)| *k == format!("solve/{id}")), "the solve is stored");
+
+    for _ in 0..20 {
+        let polled = clients.call(&serve.url, "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+        assert_eq!(polled.status, 202, "{}", polled.body);
+        assert!(
+            polled.body["retry_after_s"].as_u64().is_some_and(|s| (1..=first_retry).contains(&s)),
+            "{}",
+            polled.body
+        );
+    }
+    let after = sqlite_rows(&db);
+    let changed: Vec<&String> = after.iter().filter(|row| !before.contains(row)).map(|(key, _)| key).collect();
+    assert!(
+        after.len() == before.len() && changed.is_empty(),
+        "polls before the next request is due wrote {changed:?}"
+    );
+    assert_eq!(emulator.requests().len(), upstream_before, "the polls sent nothing upstream");
+
+    let mut reply = clients.call(&serve.url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+    for _ in 0..4 {
+        if reply.status != 202 {
+            break;
+        }
+        reply = clients.call(&serve.url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+    }
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits, 1, "submitted once");
+    let _ = std::fs::remove_dir_all(&state_dir);
+}
