@@ -1,9 +1,10 @@
 //! Requests per second and p99 of `GET /v1/solve/{id}` while the solve is not yet due (the engine
-//! says "wait", so no upstream request is made), on the edge app served by `host_tests::serve`,
+//! says "wait", so no upstream request is made; the edge answers from the solve record, which
+//! keeps when the next request is due, and writes nothing), on the edge app served by `host_tests::serve`,
 //! next to a hello-world Spin component on the same host, same load generator, same process.
 //!
 //! ```sh
-//! cargo build --manifest-path edge/Cargo.toml --target wasm32-wasip2 --release
+//! cargo xtask component && cargo xtask edge
 //! cargo build --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release
 //! cargo run --release -p host-tests --bin edge-bench -- --requests 10000 --concurrency 16
 //! cargo run --release -p host-tests --bin edge-bench -- --kv sqlite:target/bench-kv.db   # or redis://127.0.0.1:6379
@@ -105,9 +106,9 @@ async fn main() -> Result<()> {
     }
     let upstream_before = emulator.requests().len();
 
-    // Every connection on one id: most requests find another request holding the lease.
+    // Every connection on one id: the same record read by 16 connections at once.
     let not_due = run(&spec(format!("{}/v1/solve/{}?wait=0", edge.url(), ids[0]), &args, true)).await?;
-    // One id per connection: every request takes the lease, restores, asks the engine, saves.
+    // One id per connection: every request reads its own solve's record.
     let per_connection = Args {
         concurrency: 1,
         requests: args.requests / args.concurrency,
