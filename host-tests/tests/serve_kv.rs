@@ -223,6 +223,33 @@ async fn redis_store() {
     concurrent_callers(&a, &b).await;
 }
 
+/// redis-server restarts under an open store: calls while it is down fail with a typed error
+/// (no panic, no hang), and the store reconnects by itself once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_store_reconnects_after_a_redis_restart() {
+    let Some(mut redis) = RedisServer::start("restart") else { return };
+    let kv = open(&KvBackend::Redis(redis.url())).await;
+    kv.set("before", b"1".to_vec()).await.unwrap();
+    redis.restart();
+    let mut failures = 0;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match tokio::time::timeout(std::time::Duration::from_secs(10), kv.set("after", b"2".to_vec())).await {
+            Ok(Ok(())) => break,
+            Ok(Err(KvError::Redis(_))) => failures += 1,
+            Ok(Err(other)) => panic!("not a Redis error: {other:?}"),
+            Err(_) => panic!("a call hung for 10 s after the restart"),
+        }
+        assert!(attempts < 50, "never reconnected after {attempts} attempts");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    eprintln!("reconnected after {failures} failed calls");
+    assert_eq!(kv.get("after").await.unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(kv.get("before").await.unwrap(), None, "the restarted server kept nothing (no persistence)");
+    assert_eq!(kv.increment("n", 3).await.unwrap(), 3, "atomics work on the new connection");
+}
+
 #[tokio::test]
 async fn unreachable_redis_is_a_clear_error() {
     let port = serve_support::free_port();

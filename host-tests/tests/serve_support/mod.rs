@@ -61,28 +61,44 @@ impl RedisServer {
         let dir =
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{name}-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(&binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawning redis-server");
-        let server = RedisServer { child, port, dir };
-        let started = Instant::now();
-        loop {
-            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                use std::io::{Read, Write};
-                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-                let mut buf = [0u8; 16];
-                if s.write_all(b"PING\r\n").is_ok() && s.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(b"+PONG")) {
-                    return Some(server);
-                }
+        let child = spawn(&binary, port, &dir);
+        Some(RedisServer { child, port, dir })
+    }
+
+    /// Kills the server and starts a fresh one (empty: no persistence) on the same port.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        self.child = spawn(&binary, self.port, &self.dir);
+    }
+}
+
+/// Starts redis-server on `port` and waits (at most 10 s) until it answers PING.
+fn spawn(binary: &str, port: u16, dir: &std::path::Path) -> Child {
+    let mut child = Command::new(binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawning redis-server");
+    let started = Instant::now();
+    loop {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            use std::io::{Read, Write};
+            let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut buf = [0u8; 16];
+            if s.write_all(b"PING\r\n").is_ok() && s.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(b"+PONG")) {
+                return child;
             }
-            assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not answer on port {port}");
-            std::thread::sleep(Duration::from_millis(20));
         }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("redis-server did not answer on port {port}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
