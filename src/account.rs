@@ -70,7 +70,7 @@ pub fn transport_failure(kind: RequestKind, error: TransportError) -> Failure {
 /// read as text (invalid UTF-8 becomes U+FFFD), as every host of the component passes it.
 pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failure> {
     let text = String::from_utf8_lossy(body);
-    match reply::parse(status, text.as_bytes()) {
+    match reply::parse(status, &text) {
         Reply::Threads { threads, working } => Ok(ThreadsInfo { threads, working_threads: working }),
         other => Err(reply_failure(other, "threadsinfo")),
     }
@@ -79,12 +79,11 @@ pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failu
 /// Reads a `getbalance` reply (JSON `request` or a bare decimal); the body is read as text.
 pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     let text = String::from_utf8_lossy(body);
-    let body = text.as_bytes();
     let bare = crate::text::number(&text);
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }
-    match reply::parse(status, body) {
+    match reply::parse(status, &text) {
         Reply::Ok { value, .. } => {
             let number = match &value {
                 Field::Str(s) => crate::text::number(s),

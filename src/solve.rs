@@ -319,8 +319,8 @@ impl Solve {
     pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<Output, Misuse> {
         let step = self.take_result(now, request_id)?;
         // A reply that echoes the key loses it before anything reads (or clips) the text.
-        let text = crate::text::redact(String::from_utf8_lossy(body).into_owned(), self.key.expose());
-        let reply = reply::parse(status, text.as_bytes());
+        let text = crate::text::redact(String::from_utf8_lossy(body), self.key.expose());
+        let reply = reply::parse(status, &text);
         match step {
             Step::Submit => self.on_submit_reply(now, reply),
             Step::Poll => self.on_poll_reply(now, reply),
@@ -609,7 +609,7 @@ impl Solve {
         Failure {
             code: code.to_owned(),
             class,
-            message: crate::text::redact(message, self.key.expose()),
+            message: crate::text::redact(message.into(), self.key.expose()).into_owned(),
             retry_after_ms: info.retry_after_ms,
             field: None,
             task_id: self.state.task_id.clone(),

@@ -1,12 +1,19 @@
 //! Small text helpers shared by the modules (kept simple: they are part of the component).
 
-/// Byte offset of the first occurrence of `needle` in `hay`.
+use std::borrow::Cow;
+
+/// Byte offset of the first occurrence of `needle` in `hay`. Short texts (every reply but an
+/// error page) are scanned for the needle's first byte with `memchr`: the key looked for in a
+/// typical reply costs ~165 instructions, against ~570 for `memmem::find` (which builds a
+/// searcher per call) and ~460 for `windows().position()` (callgrind); long ones use `memmem`,
+/// whose time stays linear whatever the text.
 pub(crate) fn find(hay: &str, needle: &str) -> Option<usize> {
     let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
-    if needle.is_empty() {
-        return Some(0);
+    let Some((&first, rest)) = needle.split_first() else { return Some(0) };
+    if hay.len() > 512 {
+        return memchr::memmem::find(hay, needle);
     }
-    hay.windows(needle.len()).position(|window| window == needle)
+    memchr::memchr_iter(first, hay).find(|&i| hay[i + 1..].starts_with(rest))
 }
 
 /// `items` separated by `", "`.
@@ -26,20 +33,13 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     text.chars().filter(|c| !c.is_control()).take(max).collect()
 }
 
-/// `text` with every occurrence of `secret` replaced by `<redacted>`.
-pub(crate) fn redact(text: String, secret: &str) -> String {
-    let Some(first) = find(&text, secret) else { return text };
-    let mut out = String::with_capacity(text.len());
-    let mut rest = &text[..];
-    let mut at = Some(first);
-    while let Some(i) = at {
-        out.push_str(&rest[..i]);
-        out.push_str("<redacted>");
-        rest = &rest[i + secret.len()..];
-        at = find(rest, secret);
+/// `text` with every occurrence of `secret` replaced by `<redacted>` (borrowed as it was when
+/// `secret` does not occur, the common case).
+pub(crate) fn redact<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
+    if secret.is_empty() || find(&text, secret).is_none() {
+        return text;
     }
-    out.push_str(rest);
-    out
+    Cow::Owned(text.replace(secret, "<redacted>"))
 }
 
 /// A decimal number written as text (`"0.3"`, `" 12 "`), read with the JSON number grammar.
