@@ -602,17 +602,27 @@ fn image(name: &str, value: Option<&str>, max_side: Option<u32>) -> Result<Image
     if payload.len() > registry::MAX_IMAGE_BYTES * 2 {
         return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
     }
-    // Standard or URL-safe alphabet, whitespace ignored.
-    let compact: String = payload
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .map(|c| match c {
-            '-' => '+',
-            '_' => '/',
-            c => c,
-        })
-        .collect();
-    let bytes = LENIENT_BASE64.decode(&compact).map_err(|_| must(name, "is not valid base64"))?;
+    // Standard or URL-safe alphabet, whitespace ignored: rewritten only where needed.
+    let compact: Cow<'_, str> = if payload.bytes().any(|b| b.is_ascii_whitespace() || b == b'-' || b == b'_') {
+        Cow::Owned(
+            payload
+                .chars()
+                .filter(|c| !c.is_ascii_whitespace())
+                .map(|c| match c {
+                    '-' => '+',
+                    '_' => '/',
+                    c => c,
+                })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(payload)
+    };
+    // Canonical base64 (the usual case) is kept as sent: encoding its bytes gives it back.
+    let (bytes, canonical) = match STANDARD.decode(compact.as_bytes()) {
+        Ok(bytes) => (bytes, true),
+        Err(_) => (LENIENT_BASE64.decode(compact.as_bytes()).map_err(|_| must(name, "is not valid base64"))?, false),
+    };
     if bytes.len() < registry::MIN_IMAGE_BYTES {
         return Err(invalid(name, format!("`{name}` is smaller than {} bytes", registry::MIN_IMAGE_BYTES)));
     }
@@ -625,7 +635,8 @@ fn image(name: &str, value: Option<&str>, max_side: Option<u32>) -> Result<Image
     {
         return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
     }
-    Ok(Image { base64: STANDARD.encode(&bytes), format, len: bytes.len() })
+    let base64 = if canonical { compact.into_owned() } else { STANDARD.encode(&bytes) };
+    Ok(Image { base64, format, len: bytes.len() })
 }
 
 /// Recognises an image by its magic bytes.
@@ -691,6 +702,43 @@ mod tests {
         assert_eq!(decoded.bytes().len(), decoded.len);
         for bad in ["R0lGODlh!", "a", "ab=c"] {
             assert!(image("image", Some(bad), None).is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever spelling the client sends (canonical, unpadded, wrapped in lines, URL-safe,
+        /// a data URI, non-zero trailing bits), the stored image is the canonical base64 of its
+        /// bytes.
+        #[test]
+        fn every_spelling_of_an_image_stores_its_canonical_base64(
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 94..160),
+            unpadded in proptest::prelude::any::<bool>(),
+            wrap in proptest::prelude::any::<bool>(),
+            url_safe in proptest::prelude::any::<bool>(),
+            data_uri in proptest::prelude::any::<bool>(),
+            trailing_bits in proptest::prelude::any::<bool>(),
+        ) {
+            let bytes = [b"GIF89a".as_slice(), &tail].concat();
+            let canonical = STANDARD.encode(&bytes);
+            let mut text = canonical.clone();
+            if unpadded {
+                text = text.trim_end_matches('=').to_owned();
+            }
+            if trailing_bits && let Some(head) = text.strip_suffix("A=") {
+                text = format!("{head}B="); // a non-zero bit past the last byte
+            }
+            if url_safe {
+                text = text.replace('+', "-").replace('/', "_");
+            }
+            if wrap {
+                text = text.as_bytes().chunks(76).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\r\n");
+            }
+            if data_uri {
+                text = format!("data:image/gif;base64,{text}");
+            }
+            let decoded = image("image", Some(&text), None).unwrap();
+            proptest::prop_assert_eq!(&decoded.base64, &canonical, "{}", text);
+            proptest::prop_assert_eq!(decoded.len, bytes.len());
         }
     }
 }
