@@ -247,14 +247,14 @@ fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
         RequestKind::Balance => wit::RequestKind::Balance,
     };
     let body = match r.body {
-        Body::Form(text) => wit::RequestBody::Form(text),
+        Body::Form(text) => wit::RequestBody::Form(text.to_string()),
         Body::Multipart(bytes) => wit::RequestBody::Multipart(bytes),
     };
     wit::HttpRequest {
         id: r.id,
         kind,
         at: r.at,
-        url: r.url,
+        url: r.url.to_string(),
         content_type: r.content_type.into_owned(),
         body,
         timeout_ms: r.timeout_ms,

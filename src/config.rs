@@ -176,7 +176,8 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
     if host.is_empty()
         || url.len() > 512
         || url.contains(['?', '#', '@'])
-        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+        || url.bytes().any(|b| b <= b' ' || b == 0x7f) // ASCII whitespace and controls
+        || (!url.is_ascii() && url.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(bad());
     }

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::codes;
 use crate::error::ValidationError;
@@ -68,8 +69,9 @@ impl RequestKind {
 /// A request body.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Body {
-    /// `application/x-www-form-urlencoded` text.
-    Form(String),
+    /// `application/x-www-form-urlencoded` text (shared: a solve hands out the same poll body
+    /// again without copying it).
+    Form(Arc<str>),
     /// `multipart/form-data` bytes (image file uploads only).
     Multipart(Vec<u8>),
 }
@@ -93,8 +95,8 @@ pub struct HttpRequest {
     pub kind: RequestKind,
     /// Send at or after this time (epoch ms); a reply to an earlier send is [`crate::Misuse::NotDue`].
     pub at: u64,
-    /// Where to POST it.
-    pub url: String,
+    /// Where to POST it (shared with the solve that made it: no copy per request).
+    pub url: Arc<str>,
     /// The `Content-Type` header value.
     pub content_type: Cow<'static, str>,
     /// The body (it holds the key).
@@ -113,7 +115,7 @@ impl HttpRequest {
         id: u32,
         kind: RequestKind,
         at: u64,
-        url: String,
+        url: impl Into<Arc<str>>,
         content_type: impl Into<Cow<'static, str>>,
         body: Body,
         timeout_ms: u64,
@@ -124,14 +126,14 @@ impl HttpRequest {
         let bytes = body.as_bytes();
         let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
         let key_span = start..(start + needle.len()).min(bytes.len());
-        HttpRequest { id, kind, at, url, content_type, body, timeout_ms, key_span }
+        HttpRequest { id, kind, at, url: url.into(), content_type, body, timeout_ms, key_span }
     }
 
     pub(crate) fn form(
         id: u32,
         kind: RequestKind,
         at: u64,
-        url: String,
+        url: Arc<str>,
         body: FormBody,
         timeout_ms: u64,
     ) -> HttpRequest {
@@ -147,7 +149,7 @@ impl HttpRequest {
         }
     }
 
-    pub(crate) fn multipart(id: u32, at: u64, url: String, body: MultipartBody, timeout_ms: u64) -> HttpRequest {
+    pub(crate) fn multipart(id: u32, at: u64, url: Arc<str>, body: MultipartBody, timeout_ms: u64) -> HttpRequest {
         HttpRequest {
             id,
             kind: RequestKind::Submit,
@@ -216,16 +218,17 @@ impl TransportError {
 
 pub(crate) const FORM_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 
-/// A form body with the key's position recorded.
+/// A finished form body with the key's position recorded (cheap to clone).
 #[derive(Clone)]
 pub(crate) struct FormBody {
-    text: String,
+    text: Arc<str>,
     key_span: Range<usize>,
 }
 
 /// Writes `key=<key>&name=value...&json=1`, form-urlencoded, into one buffer.
 pub(crate) struct FormWriter {
-    body: FormBody,
+    text: String,
+    key_span: Range<usize>,
 }
 
 impl FormWriter {
@@ -235,7 +238,7 @@ impl FormWriter {
         text.push_str("key=");
         let start = text.len();
         text.push_str(key.expose()); // letters and digits: nothing to escape
-        FormWriter { body: FormBody { key_span: start..text.len(), text } }
+        FormWriter { key_span: start..text.len(), text }
     }
 
     /// Appends `&name=value`.
@@ -246,12 +249,12 @@ impl FormWriter {
 
     /// Appends `&name=value` in place.
     pub fn push(&mut self, name: &str, value: &str) {
-        push_pair(&mut self.body.text, name, value);
+        push_pair(&mut self.text, name, value);
     }
 
     pub fn finish(mut self) -> FormBody {
-        self.body.text.push_str("&json=1");
-        self.body
+        self.text.push_str("&json=1");
+        FormBody { text: self.text.into(), key_span: self.key_span }
     }
 }
 

@@ -18,6 +18,8 @@
 //!
 //! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::answer;
@@ -54,8 +56,8 @@ pub struct Solve {
 
 /// Values computed from the task and config, never serialized.
 struct Derived {
-    submit_url: String,
-    res_url: String,
+    submit_url: Arc<str>,
+    res_url: Arc<str>,
     /// The whole submit body of form uploads (it holds the key: memory only).
     submit_body: Option<http::FormBody>,
     /// The poll body for the current task id, built on first use.
@@ -248,7 +250,7 @@ impl Solve {
             task.each_param(|name, value| form.push(name, value));
             form.finish()
         });
-        let url = |path: &str| [config.base_url.as_str(), path].concat();
+        let url = |path: &str| Arc::<str>::from([config.base_url.as_str(), path].concat());
         let derived = Derived {
             submit_url: url(endpoint),
             res_url: url("/res.php"),
@@ -322,7 +324,7 @@ impl Solve {
     pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<Output, Misuse> {
         let step = self.take_result(now, request_id)?;
         // A reply that echoes the key loses it before anything reads (or clips) the text.
-        let text = crate::text::redact(String::from_utf8_lossy(body), self.key.expose());
+        let text = crate::text::redact(crate::text::lossy(body), self.key.expose());
         let reply = reply::parse(status, &text);
         match step {
             Step::Submit => self.on_submit_reply(now, reply),

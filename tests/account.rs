@@ -12,13 +12,13 @@ fn threadsinfo_and_getbalance_requests_post_the_key_in_the_body() {
     let config = Config { base_url: "http://127.0.0.1:8099/".into(), ..Default::default() };
     let threads = account::threads_info_request(&key, &config).unwrap();
     assert_eq!(
-        (threads.kind, threads.at, threads.url.as_str()),
+        (threads.kind, threads.at, &*threads.url),
         (RequestKind::ThreadsInfo, 0, "http://127.0.0.1:8099/res.php")
     );
-    assert!(threads.body == Body::Form(format!("key={KEY}&action=threadsinfo&json=1")));
+    assert!(threads.body == Body::Form(format!("key={KEY}&action=threadsinfo&json=1").into()));
     let balance = account::balance_request(&key, &Config::default()).unwrap();
-    assert!(balance.body == Body::Form(format!("key={KEY}&action=getbalance&json=1")));
-    assert_eq!(balance.url, "https://ocr.captchaai.com/res.php");
+    assert!(balance.body == Body::Form(format!("key={KEY}&action=getbalance&json=1").into()));
+    assert_eq!(&*balance.url, "https://ocr.captchaai.com/res.php");
     let bad = Config { base_url: "nope".into(), ..Default::default() };
     assert_eq!(account::threads_info_request(&key, &bad).unwrap_err().field.as_deref(), Some("base_url"));
 }

@@ -19,7 +19,7 @@ fn submit_pairs(task: &str) -> (String, Vec<(String, String)>) {
     let mut solve = Solve::from_json(task, KEY, &Config::default(), 0).unwrap_or_else(|f| panic!("{task}: {f}"));
     let request = expect_send(&mut solve, 0);
     assert_eq!(request.content_type, "application/x-www-form-urlencoded");
-    (request.url.clone(), form_pairs(&request.body))
+    (request.url.to_string(), form_pairs(&request.body))
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -74,7 +74,7 @@ impl Wasm {
                     wit::RequestKind::Balance => RequestKind::Balance,
                 };
                 let body = match r.body {
-                    wit::RequestBody::Form(text) => Body::Form(text),
+                    wit::RequestBody::Form(text) => Body::Form(text.into()),
                     wit::RequestBody::Multipart(bytes) => Body::Multipart(bytes),
                 };
                 let key = self.key.as_ref().expect("a solve exists");

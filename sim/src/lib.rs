@@ -487,7 +487,7 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
         return Err("the key is in a URL".into());
     }
     let url = if request.kind == RequestKind::Submit { &s.submit_url } else { &s.res_url };
-    if &request.url != url {
+    if *request.url != **url {
         return Err(format!("{} request to {} (expected {url})", request.kind.as_str(), request.url));
     }
     let Body::Form(body) = &request.body else { return Err("a multipart body for a form task".into()) };

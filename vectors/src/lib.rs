@@ -202,12 +202,12 @@ pub fn output_event(at: u64, output: &Output) -> Value {
                 "id": request.id,
                 "kind": request.kind.as_str(),
                 "at": request.at,
-                "url": request.url,
+                "url": &*request.url,
                 "content_type": &*request.content_type,
                 "timeout_ms": request.timeout_ms,
             });
             match &request.body {
-                Body::Form(text) => send["body"] = json!(text),
+                Body::Form(text) => send["body"] = json!(&**text),
                 Body::Multipart(bytes) => send["body_base64"] = json!(STANDARD.encode(bytes)),
             }
             event(at, "send", send)

@@ -84,22 +84,29 @@ fn spawn(binary: &str, port: u16, dir: &std::path::Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawning redis-server");
+    if !answers_ping(port) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not answer on port {port}");
+    }
+    child
+}
+
+/// Whether a Redis server answers PING on `port` within 10 s.
+fn answers_ping(port: u16) -> bool {
     let started = Instant::now();
-    loop {
+    while started.elapsed() < Duration::from_secs(10) {
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             use std::io::{Read, Write};
             let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
             let mut buf = [0u8; 16];
             if s.write_all(b"PING\r\n").is_ok() && s.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(b"+PONG")) {
-                return child;
+                return true;
             }
-        }
-        if started.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("redis-server did not answer on port {port}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    false
 }
 
 impl Drop for RedisServer {
