@@ -84,6 +84,9 @@ impl SpinUp {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            // Its own process group: `spin up` runs the app in a child process (`trigger http`)
+            // that killing `spin up` alone would leave running.
+            .process_group(0)
             .kill_on_drop(true);
         for (name, value) in variables {
             command.env(format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()), value);
@@ -131,6 +134,10 @@ impl SpinUp {
 
 impl Drop for SpinUp {
     fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let group = format!("-{pid}");
+            let _ = std::process::Command::new("kill").args(["-KILL", "--", &group]).status();
+        }
         let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.state_dir);
     }
