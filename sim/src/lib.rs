@@ -494,10 +494,12 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
     if !body.starts_with("key=") || body.get(4..36) != Some(s.key.as_str()) {
         return Err("the request body does not start with the key".into());
     }
+    // Right after the key, in the documented wire order (`Task::params`).
+    let after_key = &body[36..];
     let action = match request.kind {
-        RequestKind::Poll => body.contains("&action=get&id="),
-        RequestKind::ThreadsInfo => body.contains("&action=threadsinfo"),
-        RequestKind::Submit => body.contains("&method="),
+        RequestKind::Poll => after_key.starts_with("&action=get&id="),
+        RequestKind::ThreadsInfo => after_key.starts_with("&action=threadsinfo"),
+        RequestKind::Submit => after_key.starts_with("&method="),
         RequestKind::Balance => false,
     };
     if !action {
@@ -512,7 +514,7 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
 /// Snapshot, restore, and check that nothing changed.
 fn restore(s: &mut Slot, now: u64) -> Result<(), String> {
     let snapshot = s.solve.snapshot();
-    if snapshot.contains(&s.key) {
+    if memchr::memmem::find(snapshot.as_bytes(), s.key.as_bytes()).is_some() {
         return Err("the key is in a snapshot".into());
     }
     let restored = Solve::restore(&snapshot, &s.key).map_err(|e| format!("restore failed: {e}"))?;
