@@ -160,21 +160,8 @@ async fn two_spin_instances_on_one_redis_never_oversubscribe_the_plan() {
 /// `scripts/run.sh` also restarts the emulator, which forgets them.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
-    edge_wasm();
-    let emulator = Emulator::start(EmulatorConfig::default().with_seed(9).with_account(KEY, 5).with_solve_time(
-        CaptchaKind::Turnstile,
-        6_000,
-        8_000,
-    ))
-    .await
-    .unwrap();
-    let state_dir = std::env::temp_dir().join(format!("captchaai-edge-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&state_dir);
-    std::fs::create_dir_all(&state_dir).unwrap();
-    let clients = Clients::new(TOKEN);
-    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
-
-    let on_state = ["--state-dir".as_ref(), state_dir.as_os_str()];
+    let TurnstileOnSqlite { emulator, state_dir, clients, task } = TurnstileOnSqlite::start(9, "restart").await;
+    let on_state = ["--state-dir".as_ref(), state_dir.0.as_os_str()];
     let first = ServeProcess::start(&on_state, KEY, TOKEN, &emulator.base_url()).await;
     let url = first.url.clone();
     let started = clients.call(&url, "POST", "/v1/solve?wait=0", Some(task)).await;
@@ -185,18 +172,58 @@ async fn a_restart_of_the_serve_host_mid_solve_loses_nothing() {
     first.kill().await;
 
     let second = ServeProcess::start(&on_state, KEY, TOKEN, &emulator.base_url()).await;
-    let url = second.url.clone();
-    let mut reply = clients.call(&url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+    let reply = long_poll(&clients, &second.url, &id).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body["answer"].as_str().is_some_and(|a| !a.is_empty()), "{}", reply.body);
+    assert_eq!(submits(), 1, "the restarted host continued the same task, with no second submit");
+}
+
+/// An emulator whose Turnstile solves take 6-8 s, a fresh state directory for the serve host's
+/// SQLite store (removed on drop), clients, and a Turnstile task.
+struct TurnstileOnSqlite {
+    emulator: Emulator,
+    state_dir: StateDir,
+    clients: Clients,
+    task: String,
+}
+
+/// A temporary directory, removed when dropped.
+struct StateDir(PathBuf);
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl TurnstileOnSqlite {
+    async fn start(seed: u64, name: &str) -> TurnstileOnSqlite {
+        edge_wasm();
+        let emulator = Emulator::start(EmulatorConfig::default().with_seed(seed).with_account(KEY, 5).with_solve_time(
+            CaptchaKind::Turnstile,
+            6_000,
+            8_000,
+        ))
+        .await
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("captchaai-edge-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
+        TurnstileOnSqlite { emulator, state_dir: StateDir(dir), clients: Clients::new(TOKEN), task }
+    }
+}
+
+/// `GET /v1/solve/{id}?wait=25` until the answer is no longer 202 (at most five times).
+async fn long_poll(clients: &Clients, url: &str, id: &str) -> support::edge_client::Reply {
+    let mut reply = clients.call(url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
     for _ in 0..4 {
         if reply.status != 202 {
             break;
         }
-        reply = clients.call(&url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+        reply = clients.call(url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
     }
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.body["answer"].as_str().is_some_and(|a| !a.is_empty()), "{}", reply.body);
-    assert_eq!(submits(), 1, "the restarted host continued the same task, with no second submit");
-    let _ = std::fs::remove_dir_all(&state_dir);
+    reply
 }
 
 /// Every row of the serve host's SQLite store (Spin's table layout), in key order.
@@ -211,28 +238,16 @@ fn sqlite_rows(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// record answers alone. The solve then finishes with one submit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polling_before_the_next_request_is_due_writes_nothing() {
-    edge_wasm();
-    let emulator = Emulator::start(EmulatorConfig::default().with_seed(10).with_account(KEY, 5).with_solve_time(
-        CaptchaKind::Turnstile,
-        6_000,
-        8_000,
-    ))
-    .await
-    .unwrap();
-    let state_dir = std::env::temp_dir().join(format!("captchaai-edge-not-due-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&state_dir);
-    std::fs::create_dir_all(&state_dir).unwrap();
-    let clients = Clients::new(TOKEN);
-    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string();
+    let TurnstileOnSqlite { emulator, state_dir, clients, task } = TurnstileOnSqlite::start(10, "not-due").await;
     let serve =
-        ServeProcess::start(&["--state-dir".as_ref(), state_dir.as_os_str()], KEY, TOKEN, &emulator.base_url()).await;
+        ServeProcess::start(&["--state-dir".as_ref(), state_dir.0.as_os_str()], KEY, TOKEN, &emulator.base_url()).await;
 
     let started = clients.call(&serve.url, "POST", "/v1/solve?wait=0", Some(task)).await;
     assert_eq!(started.status, 202, "{}", started.body);
     let id = started.body["id"].as_str().unwrap().to_owned();
     let first_retry = started.body["retry_after_s"].as_u64().unwrap();
     assert!(first_retry > 2, "the engine's first poll is a few seconds away: {}", started.body);
-    let db = state_dir.join("sqlite_key_value.db");
+    let db = state_dir.0.join("sqlite_key_value.db");
     let before = sqlite_rows(&db);
     let upstream_before = emulator.requests().len();
     assert!(before.iter().any(|(k, _)| *k == format!("solve/{id}")), "the solve is stored");
@@ -254,15 +269,8 @@ async fn polling_before_the_next_request_is_due_writes_nothing() {
     );
     assert_eq!(emulator.requests().len(), upstream_before, "the polls sent nothing upstream");
 
-    let mut reply = clients.call(&serve.url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
-    for _ in 0..4 {
-        if reply.status != 202 {
-            break;
-        }
-        reply = clients.call(&serve.url, "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
-    }
+    let reply = long_poll(&clients, &serve.url, &id).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
     assert_eq!(submits, 1, "submitted once");
-    let _ = std::fs::remove_dir_all(&state_dir);
 }
