@@ -27,6 +27,7 @@ pub mod upstream;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::fmt::Write;
 
 use captchaai_engine::{Body, Config, HttpRequest, Output, RequestKind, Solve};
 
@@ -176,8 +177,32 @@ impl Setup {
         if r.chance(0.1) {
             config.initial_wait_ms = Some(r.range(5_000, 20_000));
         }
-        let key = (0..32).map(|_| *r.pick(ALNUM) as char).collect();
+        let key = String::from_utf8((0..32).map(|_| *r.pick(ALNUM)).collect()).unwrap_or_default();
         Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms }
+    }
+}
+
+/// Wake-ups in time order: `(at - EPOCH) << SLOT_BITS | slot` in one min-heap of `u64`s (half
+/// the size of an `(at, slot)` pair, one comparison per step: -1.1k instructions per simulated
+/// solve against `BinaryHeap<Reverse<(u64, u32)>>`, measured with callgrind).
+#[derive(Default)]
+struct Agenda(BinaryHeap<Reverse<u64>>);
+
+/// Slots are below `1 << SLOT_BITS`; virtual time gets the other 40 bits (35 years of ms).
+const SLOT_BITS: u32 = 24;
+
+impl Agenda {
+    fn push(&mut self, at: u64, slot: u32) {
+        self.0.push(Reverse((at - EPOCH) << SLOT_BITS | u64::from(slot)));
+    }
+
+    fn next_at(&self) -> Option<u64> {
+        self.0.peek().map(|Reverse(e)| EPOCH + (e >> SLOT_BITS))
+    }
+
+    fn pop(&mut self) -> Option<(u64, u32)> {
+        let Reverse(e) = self.0.pop()?;
+        Some((EPOCH + (e >> SLOT_BITS), (e & ((1 << SLOT_BITS) - 1)) as u32))
     }
 }
 
@@ -192,6 +217,8 @@ struct Slot {
     index: u64,
     solve: Solve,
     key: String,
+    /// Finds the key in any text (built once per solve).
+    key_finder: memchr::memmem::Finder<'static>,
     upstream: Upstream,
     expected: Prediction,
     submit_url: String,
@@ -219,7 +246,9 @@ struct Sim<'a> {
     report: Report,
     slots: Vec<Option<Slot>>,
     free: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    agenda: Agenda,
+    /// Reused for the `Debug` key checks.
+    debug_text: String,
     in_flight: usize,
 }
 
@@ -242,7 +271,15 @@ impl<'a> Sim<'a> {
             .collect(),
             ..Report::default()
         };
-        Sim { o, report, slots: Vec::new(), free: Vec::new(), heap: BinaryHeap::new(), in_flight: 0 }
+        Sim {
+            o,
+            report,
+            slots: Vec::new(),
+            free: Vec::new(),
+            agenda: Agenda::default(),
+            debug_text: String::new(),
+            in_flight: 0,
+        }
     }
 
     fn run(mut self) -> Report {
@@ -256,7 +293,7 @@ impl<'a> Sim<'a> {
                 break;
             }
             let next_start = (next < end).then(|| EPOCH + next * self.o.arrival_gap_ms);
-            let next_event = self.heap.peek().map(|Reverse((t, _))| *t);
+            let next_event = self.agenda.next_at();
             match (next_start, next_event) {
                 (Some(s), e) if e.is_none_or(|e| s <= e) => {
                     now = s;
@@ -264,7 +301,7 @@ impl<'a> Sim<'a> {
                     next += 1;
                 }
                 (_, Some(_)) => {
-                    let Reverse((t, slot)) = self.heap.pop().unwrap_or_default();
+                    let (t, slot) = self.agenda.pop().unwrap_or_default();
                     now = t;
                     self.event(t, slot);
                 }
@@ -303,10 +340,15 @@ impl<'a> Sim<'a> {
             );
         }
         let waits = Waits::of(setup.ty, &setup.config);
-        let base = setup.config.base_url.trim_end_matches('/').to_owned();
+        let base = setup.config.base_url.trim_end_matches('/');
         let mut r = Rng::new(setup.seed ^ 0x7E57);
         let restore_at =
             if r.chance(self.o.restore_rate) { 1 + r.below(u64::from(expected.sends) * 2) as u32 } else { 0 };
+        if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
+            let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
+            self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
+            return;
+        }
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             (self.slots.len() - 1) as u32
@@ -333,11 +375,12 @@ impl<'a> Sim<'a> {
         self.slots[slot as usize] = Some(Slot {
             index,
             solve,
+            key_finder: memchr::memmem::Finder::new(&setup.key).into_owned(),
             key: setup.key,
             upstream,
             expected,
-            submit_url: format!("{base}/in.php"),
-            res_url: format!("{base}/res.php"),
+            submit_url: [base, "/in.php"].concat(),
+            res_url: [base, "/res.php"].concat(),
             start: setup.start,
             deadline,
             timeout: setup.config.request_timeout_ms,
@@ -370,7 +413,10 @@ impl<'a> Sim<'a> {
         }
         if s.debug {
             self.report.debug_checked += 1;
-            if format!("{output:?}").contains(&s.key) {
+            // One buffer for every check: formatting, not allocating, is what is measured here.
+            self.debug_text.clear();
+            write!(self.debug_text, "{output:?}").ok();
+            if s.has_key(&self.debug_text) {
                 return self.violation(slot, "the key is in an output's Debug".into());
             }
         }
@@ -381,7 +427,7 @@ impl<'a> Sim<'a> {
                 }
                 let at = request.at.max(now);
                 s.pending = Pending::Wake(request);
-                self.heap.push(Reverse((at, slot)));
+                self.agenda.push(at, slot);
             }
             terminal => self.finish(slot, now, terminal),
         }
@@ -416,7 +462,7 @@ impl<'a> Sim<'a> {
                     Pending::Arrive { delivery, .. } => now + delivery.after_ms,
                     Pending::Wake(_) => now,
                 };
-                self.heap.push(Reverse((at, slot)));
+                self.agenda.push(at, slot);
             }
             Pending::Arrive { id, delivery } => {
                 let output = match oracle::transport_of(&delivery.meaning) {
@@ -464,17 +510,26 @@ impl<'a> Sim<'a> {
     }
 }
 
+impl Slot {
+    fn has_key(&self, text: &str) -> bool {
+        self.key_finder.find(text.as_bytes()).is_some()
+    }
+}
+
 fn placeholder() -> Delivery {
     Delivery { after_ms: 0, meaning: upstream::Meaning::Timeout, variant: 0 }
 }
 
-/// The task id in a poll body (`...&action=get&id=<id>&json=1`).
+/// The task id in a poll body (`key=<32>&action=get&id=<id>&json=1`, as `check_request`
+/// checked).
 fn poll_id(request: &HttpRequest) -> Option<&str> {
     let Body::Form(body) = &request.body else { return None };
-    let start = body.find("&id=")? + 4;
-    let rest = &body[start..];
-    Some(&rest[..rest.find('&').unwrap_or(rest.len())])
+    let rest = body.get(POLL_ID_AT..)?;
+    Some(&rest[..memchr::memchr(b'&', rest.as_bytes()).unwrap_or(rest.len())])
 }
+
+/// Where the task id starts in a poll body.
+const POLL_ID_AT: usize = "key=".len() + 32 + "&action=get&id=".len();
 
 fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String> {
     if request.at >= s.deadline {
@@ -483,11 +538,12 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
     if request.at < now {
         return Err(format!("request {} due at {} was handed out later, at {now}", request.id, request.at));
     }
-    if request.url.contains(&s.key) {
-        return Err("the key is in a URL".into());
-    }
+    // The expected URLs are made from the base URL alone, so an equal URL holds no key.
     let url = if request.kind == RequestKind::Submit { &s.submit_url } else { &s.res_url };
     if *request.url != **url {
+        if s.has_key(&request.url) {
+            return Err("the key is in a URL".into());
+        }
         return Err(format!("{} request to {} (expected {url})", request.kind.as_str(), request.url));
     }
     let Body::Form(body) = &request.body else { return Err("a multipart body for a form task".into()) };
@@ -514,7 +570,7 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
 /// Snapshot, restore, and check that nothing changed.
 fn restore(s: &mut Slot, now: u64) -> Result<(), String> {
     let snapshot = s.solve.snapshot();
-    if memchr::memmem::find(snapshot.as_bytes(), s.key.as_bytes()).is_some() {
+    if s.has_key(&snapshot) {
         return Err("the key is in a snapshot".into());
     }
     let restored = Solve::restore(&snapshot, &s.key).map_err(|e| format!("restore failed: {e}"))?;
@@ -547,7 +603,6 @@ fn check_terminal(s: &Slot, now: u64, terminal: &Output) -> Result<(), String> {
             if s.fingerprint == e.fingerprint { "same kinds and times so far" } else { "different kinds or times" }
         ));
     }
-    let key = s.key.as_str();
     match (terminal, &e.outcome) {
         (
             Output::Solved(sol),
@@ -567,7 +622,7 @@ fn check_terminal(s: &Slot, now: u64, terminal: &Output) -> Result<(), String> {
             if got != want || sol.user_agent.is_some() || sol.elapsed_ms != solved_at - s.start {
                 return Err(format!("solved as {sol:?}, oracle: {:?}", e.outcome));
             }
-            if sol.answer.as_str().contains(key) {
+            if s.has_key(sol.answer.as_str()) {
                 return Err("the key is in a solution".into());
             }
         }
@@ -578,7 +633,7 @@ fn check_terminal(s: &Slot, now: u64, terminal: &Output) -> Result<(), String> {
             {
                 return Err(format!("failed as {f:?}, oracle: {want:?}"));
             }
-            if f.message.contains(key) || f.code.contains(key) || f.to_string().contains(key) {
+            if s.has_key(&f.message) || s.has_key(&f.code) || s.has_key(&f.to_string()) {
                 return Err(format!("the key is in a failure ({})", f.code));
             }
             if f.message.is_empty() {

@@ -8,6 +8,9 @@ use std::time::Instant;
 
 use sim::{Options, run};
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str = "usage: sim [--solves N] [--fault-rate P] [--seed N] [--arrival-gap-ms N] \
                      [--restore-rate P] [--debug-every N] [--only INDEX]";
 
