@@ -53,6 +53,10 @@ fn component() -> Result<()> {
             "--profile",
             "wasm",
         ])
+        // 128-bit SIMD (memchr, UTF-8 checks, copies): -2.9% instructions per canned solve
+        // through wasmtime (88.5k -> 86.0k, callgrind). Every host we ship runs it (wasmtime,
+        // wasmtime-py, Spin, Node's V8 under jco). Set here so that no RUSTFLAGS change the binary.
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=+simd128")
         .status()
         .context("running cargo build")?;
     if !status.success() {
@@ -109,7 +113,8 @@ fn component() -> Result<()> {
     Ok(())
 }
 
-/// Features rustc 1.95 emits for wasm32-unknown-unknown; binaryen needs them spelled out.
+/// Features rustc 1.95 emits for wasm32-unknown-unknown (plus `simd128`, enabled above);
+/// binaryen needs them spelled out.
 const WASM_FEATURES: &[&str] = &[
     "--enable-bulk-memory",
     "--enable-nontrapping-float-to-int",
@@ -117,6 +122,7 @@ const WASM_FEATURES: &[&str] = &[
     "--enable-multivalue",
     "--enable-reference-types",
     "--enable-mutable-globals",
+    "--enable-simd",
 ];
 
 /// Runs `wasm-opt` (from PATH, or from an npm install of `binaryen` in the workspace).
