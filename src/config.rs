@@ -175,8 +175,8 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
     let host = rest.split('/').next().unwrap_or("");
     if host.is_empty()
         || url.len() > 512
-        || url.contains(['?', '#', '@'])
-        || url.bytes().any(|b| b <= b' ' || b == 0x7f) // ASCII whitespace and controls
+        // Query, fragment, userinfo, ASCII whitespace and controls, in one pass over the bytes.
+        || url.bytes().any(|b| b <= b' ' || b == 0x7f || matches!(b, b'?' | b'#' | b'@'))
         || (!url.is_ascii() && url.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(bad());

@@ -31,6 +31,7 @@ use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Field, Reply};
 use crate::snapshot;
 use crate::task::{Task, Upload};
+use crate::text;
 
 /// What the host should do next.
 #[derive(Clone, Debug, PartialEq)]
@@ -663,9 +664,11 @@ const GARBLED: &str = " (the answer holds invalid UTF-8)";
 /// U+FFFD), so the value is not what the service sent and must not be handed out.
 fn garbled(value: &Field<'_>) -> bool {
     match value {
-        Field::Str(s) => s.contains('\u{FFFD}'),
-        Field::Json(json) => json.to_string().contains('\u{FFFD}'),
-        Field::Bool(_) | Field::Null => false,
+        // `text::find` (memchr on the first byte): `str::contains(char)` builds a two-way
+        // searcher for a multi-byte char, ~650 guest instructions per answer.
+        Field::Str(s) => text::find(s, "\u{FFFD}").is_some(),
+        Field::Json(json) if !json.is_number() => text::find(&json.to_string(), "\u{FFFD}").is_some(),
+        Field::Json(_) | Field::Bool(_) | Field::Null => false,
     }
 }
 
