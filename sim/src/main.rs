@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use sim::{Options, run};
 
+/// The simulation allocates per request and per reply; with glibc's malloc, allocation was 16% of
+/// its instructions. mimalloc: 70.3k -> 63.0k instructions per simulated solve (callgrind).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
