@@ -217,8 +217,6 @@ struct Slot {
     index: u64,
     solve: Solve,
     key: String,
-    /// Finds the key in any text (built once per solve).
-    key_finder: memchr::memmem::Finder<'static>,
     upstream: Upstream,
     expected: Prediction,
     submit_url: String,
@@ -375,7 +373,6 @@ impl<'a> Sim<'a> {
         self.slots[slot as usize] = Some(Slot {
             index,
             solve,
-            key_finder: memchr::memmem::Finder::new(&setup.key).into_owned(),
             key: setup.key,
             upstream,
             expected,
@@ -512,8 +509,17 @@ impl<'a> Sim<'a> {
 
 impl Slot {
     fn has_key(&self, text: &str) -> bool {
-        self.key_finder.find(text.as_bytes()).is_some()
+        contains(text, &self.key)
     }
+}
+
+/// Whether `text` holds `needle`: `memchr` for its first byte, then a compare. Keys are 32
+/// random letters and digits, so candidates are rare; building a `memmem` finder per solve cost
+/// ~1.2k instructions, more than all of a solve's key checks done this way.
+fn contains(text: &str, needle: &str) -> bool {
+    let (text, needle) = (text.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = needle.split_first() else { return true };
+    memchr::memchr_iter(first, text).any(|i| text[i + 1..].starts_with(rest))
 }
 
 fn placeholder() -> Delivery {
@@ -643,4 +649,21 @@ fn check_terminal(s: &Slot, now: u64, terminal: &Output) -> Result<(), String> {
         (got, want) => return Err(format!("outcome {got:?}, oracle: {want:?}")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains;
+
+    #[test]
+    fn the_key_is_found_wherever_it_stands_and_only_whole() {
+        let key = "Ab3dEf7hIj9kLm0nOp2qRs4tUv6wXy8z";
+        for text in [key.to_owned(), format!("key={key}&json=1"), format!("AAA{key}"), format!("A{}{key}", &key[..31])]
+        {
+            assert!(contains(&text, key), "{text}");
+        }
+        for text in ["", "Ab3", &key[..31], &key[1..], "key=Ab3dEf7hIj9kLm0nOp2qRs4tUv6wXy8Z"] {
+            assert!(!contains(text, key), "{text}");
+        }
+    }
 }
