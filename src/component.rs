@@ -25,7 +25,8 @@ export!(Component);
 // The component is single-threaded (no `atomics` target feature), which this allocator requires.
 #[cfg(not(target_feature = "atomics"))]
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: crate::pool::Pool<talc::wasm::WasmDynamicTalc> =
+    crate::pool::Pool::new(talc::wasm::new_wasm_dynamic_allocator());
 
 /// A solve behind the resource handle.
 struct SolveResource(RefCell<Solve>);

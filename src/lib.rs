@@ -45,6 +45,8 @@ mod text;
 
 #[cfg(all(feature = "component", target_arch = "wasm32"))]
 mod component;
+#[cfg(any(test, all(feature = "component", target_arch = "wasm32")))]
+mod pool;
 
 pub use codes::Class;
 pub use config::{Config, DEFAULT_BASE_URL};
