@@ -150,7 +150,7 @@ mod tests {
                     Op::Alloc(size) => {
                         let layout = Layout::from_size_align(size, 8).unwrap();
                         let block = unsafe { pool.alloc(layout) };
-                        prop_assert!(!block.is_null() && block as usize % 8 == 0);
+                        prop_assert!(!block.is_null() && (block as usize).is_multiple_of(8));
                         fill(block, size, byte);
                         live.push((block, layout, byte));
                     }
