@@ -143,18 +143,26 @@ impl Task {
 
     fn from_object(object: &TaskObject<'_>) -> Result<Task, ValidationError> {
         let spec = type_of(object)?;
-        for (i, (name, _)) in object.0.iter().enumerate() {
-            if name != "type" && name != "extra" && spec.field(name).is_none() {
-                return Err(unknown_field(spec, name));
-            }
-            if object.0[..i].iter().any(|(earlier, _)| earlier == name) {
+        // One pass puts each value in its table row's slot; an unknown or repeated key is
+        // refused where it first stands (document order). Null counts as not given.
+        let mut given: Vec<Option<&Field<'_>>> = vec![None; spec.fields.len()];
+        let (mut type_, mut extra) = (None, None);
+        for (name, value) in &object.0 {
+            let slot = match spec.fields.iter().position(|f| f.name == name) {
+                Some(row) => &mut given[row],
+                None if name == "type" => &mut type_,
+                None if name == "extra" => &mut extra,
+                None => return Err(unknown_field(spec, name)),
+            };
+            if slot.replace(value).is_some() {
                 return Err(invalid(clip(name), format!("`{}` is given twice", clip(name))));
             }
         }
+        let not_null = |value: &&Field<'_>| !matches!(value, Field::Null);
         let mut values = Vec::with_capacity(spec.fields.len());
-        for field in spec.fields {
+        for (field, value) in spec.fields.iter().zip(given) {
             let default = field.default.map(|d| Field::Str(Cow::Borrowed(d)));
-            match object.get(field.name).or(default.as_ref()) {
+            match value.filter(not_null).or(default.as_ref()) {
                 Some(v) => values.push((field, parse_field(field, v)?)),
                 None if field.required => {
                     return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
@@ -164,7 +172,7 @@ impl Task {
         }
         let mut task = Task { spec, values, extra: Vec::new() };
         task.check_combinations()?;
-        if let Some(extra) = object.get("extra") {
+        if let Some(extra) = extra.filter(not_null) {
             task.extra = task.parse_extra(extra)?;
         }
         Ok(task)
@@ -456,8 +464,8 @@ fn parse_field(field: &'static FieldSpec, value: &Field<'_>) -> Result<FieldValu
 
 fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationError> {
     let text = match value {
-        Field::Str(s) => s.to_string(),
-        Field::Json(Value::Number(n)) => n.to_string(),
+        Field::Str(s) => Cow::Borrowed(&**s),
+        Field::Json(Value::Number(n)) => Cow::Owned(n.to_string()),
         _ => return Err(must(name, "must be a string")),
     };
     if text.trim().is_empty() {
@@ -469,15 +477,15 @@ fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationE
     if text.chars().any(char::is_control) {
         return Err(must(name, "must not contain control characters"));
     }
-    Ok(text)
+    Ok(text.into_owned())
 }
 
 fn url(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     let text = text(name, value, registry::MAX_URL_CHARS)?;
-    let lower = text.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
+    let after =
+        |scheme: &str| text.get(..scheme.len()).filter(|s| s.eq_ignore_ascii_case(scheme)).map(|s| &text[s.len()..]);
+    let rest = after("https://")
+        .or_else(|| after("http://"))
         .ok_or_else(|| must(name, "must be an absolute http:// or https:// URL"))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit('@').next().unwrap_or("");
