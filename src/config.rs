@@ -160,11 +160,12 @@ impl Config {
 }
 
 fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ValidationError> {
-    if (min..=max).contains(&value) {
-        Ok(())
-    } else {
-        Err(invalid_config(field, format!("{field} must be from {min} to {max} (got {value})")))
-    }
+    if (min..=max).contains(&value) { Ok(()) } else { Err(out_of_range(field, value, min, max)) }
+}
+
+#[cold]
+fn out_of_range(field: &str, value: u64, min: u64, max: u64) -> ValidationError {
+    invalid_config(field, format!("{field} must be from {min} to {max} (got {value})"))
 }
 
 /// Checks `http(s)://host[:port][/path]` and drops trailing slashes.
@@ -176,7 +177,7 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
     if host.is_empty()
         || url.len() > 512
         // Query, fragment, userinfo, ASCII whitespace and controls, in one pass over the bytes.
-        || url.bytes().any(|b| b <= b' ' || b == 0x7f || matches!(b, b'?' | b'#' | b'@'))
+        || url.bytes().fold(false, |any, b| any | (b <= b' ') | (b == 0x7f) | (b == b'?') | (b == b'#') | (b == b'@'))
         || (!url.is_ascii() && url.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(bad());

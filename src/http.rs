@@ -20,7 +20,8 @@ impl ApiKey {
     /// bad-key requests get the IP banned).
     pub fn new(key: impl Into<String>) -> Result<ApiKey, ValidationError> {
         let key = key.into();
-        if key.len() != 32 || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        // `fold`, not `all`: no early exit, so the check vectorises (~450 guest instructions with `all`).
+        if key.len() != 32 || !key.bytes().fold(true, |ok, b| ok & b.is_ascii_alphanumeric()) {
             return Err(ValidationError::new(
                 codes::INVALID_KEY,
                 Some("key".into()),

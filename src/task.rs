@@ -471,10 +471,13 @@ fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationE
     if text.trim().is_empty() {
         return Err(must(name, "must not be empty"));
     }
-    if text.chars().count() > max {
+    // Characters are counted only when the bytes could exceed `max`; control characters
+    // (C0, DEL, C1 = 0xC2 0x80..0x9F) are looked for only when a byte could start one.
+    if text.len() > max && text.chars().count() > max {
         return Err(invalid(name, format!("`{name}` is longer than {max} characters")));
     }
-    if text.chars().any(char::is_control) {
+    let suspect = text.bytes().fold(false, |any, b| any | (b < 0x20) | (b == 0x7f) | (b == 0xc2));
+    if suspect && text.chars().any(char::is_control) {
         return Err(must(name, "must not contain control characters"));
     }
     Ok(text.into_owned())
