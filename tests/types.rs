@@ -379,3 +379,27 @@ fn any_json_object_or_array_answer_of_a_structured_type_is_json() {
     // Text that is not JSON stays text.
     assert_eq!(solve_with(&geetest_v3, r#"{"status":1,"request":"validate:v"}"#).as_json(), None);
 }
+
+#[test]
+fn text_fields_refuse_every_control_character_and_count_characters_not_bytes() {
+    let task = |sitekey: &str| {
+        let json =
+            serde_json::json!({"type": "turnstile", "sitekey": sitekey, "pageurl": "https://portal.example.com/"});
+        captchaai_engine::Task::from_json(&json.to_string())
+    };
+    for control in ['\u{0}', '\u{1f}', '\u{7f}', '\u{80}', '\u{85}', '\u{9f}'] {
+        let error = task(&format!("0x4AAA{control}B")).unwrap_err();
+        assert!(error.to_string().contains("control characters"), "{control:?}: {error}");
+    }
+    // Neighbours of the C1 range share its lead byte (0xC2) and are text.
+    for text in ["0x4AAA\u{a0}B", "0x4AAA\u{bf}é", "0x4AAA🙂"] {
+        assert!(task(text).is_ok(), "{text:?}");
+    }
+    let limit = registry::lookup("turnstile").unwrap().field("sitekey").map(|f| match f.kind {
+        registry::FieldKind::Text(max) => max,
+        _ => unreachable!(),
+    });
+    let max = limit.unwrap();
+    assert!(task(&"é".repeat(max)).is_ok(), "{max} two-byte characters fit");
+    assert!(task(&"é".repeat(max + 1)).unwrap_err().to_string().contains("longer than"));
+}
