@@ -1,4 +1,4 @@
-//! The component's allocator: blocks of up to 2 KiB come from per-size free lists, larger ones
+//! The component's allocator: blocks of up to 1 KiB come from per-size free lists, larger ones
 //! from talc.
 //!
 //! A solve allocates and frees the same few small sizes over and over (request bodies, URLs,
@@ -11,9 +11,10 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
 
-/// Size classes 16, 32, ..., 2048 bytes.
-const CLASSES: usize = 8;
-const SMALLEST_SHIFT: u32 = 4;
+/// Size classes every 16 bytes: 16, 32, 48, ..., 1024. Finer than powers of two, so an
+/// in-flight solve holds ~1.7 KiB, not ~2.4 KiB (`bench --solves 100000`).
+const GRAIN: usize = 16;
+const CLASSES: usize = 64;
 /// Every pooled block is allocated with this alignment; larger alignments go to talc.
 const ALIGN: usize = 16;
 
@@ -37,16 +38,13 @@ impl<A> Pool<A> {
 
 /// The class serving `layout`, if it is small and needs no more than [`ALIGN`].
 fn class_of(layout: Layout) -> Option<usize> {
-    let size = layout.size().max(1 << SMALLEST_SHIFT);
-    if layout.align() > ALIGN || size > 1 << (SMALLEST_SHIFT as usize + CLASSES - 1) {
-        return None;
-    }
-    Some((usize::BITS - (size - 1).leading_zeros() - SMALLEST_SHIFT) as usize)
+    let class = layout.size().saturating_sub(1) / GRAIN;
+    (class < CLASSES && layout.align() <= ALIGN).then_some(class)
 }
 
 fn class_layout(class: usize) -> Layout {
-    // SAFETY: a power of two from 16 to 2048 with alignment 16 is a valid layout.
-    unsafe { Layout::from_size_align_unchecked(1 << (SMALLEST_SHIFT as usize + class), ALIGN) }
+    // SAFETY: a multiple of 16 up to 1024 with alignment 16 is a valid layout.
+    unsafe { Layout::from_size_align_unchecked((class + 1) * GRAIN, ALIGN) }
 }
 
 unsafe impl<A: GlobalAlloc> GlobalAlloc for Pool<A> {
@@ -103,20 +101,23 @@ mod tests {
             [class(0, 1), class(1, 1), class(16, 8), class(17, 1), class(32, 16)],
             [Some(0), Some(0), Some(0), Some(1), Some(1)]
         );
-        assert_eq!([class(1024, 1), class(1025, 1), class(2048, 4), class(2049, 1)], [Some(6), Some(7), Some(7), None]);
+        assert_eq!(
+            [class(1008, 1), class(1009, 1), class(1024, 4), class(1025, 1)],
+            [Some(62), Some(63), Some(63), None]
+        );
         assert_eq!(class(8, 32), None, "alignments above 16 go to the backing allocator");
     }
 
     #[test]
     fn a_freed_small_block_serves_the_next_allocation_of_its_class() {
         let pool = Pool::new(System);
-        let (a, b) = (Layout::from_size_align(40, 8).unwrap(), Layout::from_size_align(64, 1).unwrap());
+        let (a, b) = (Layout::from_size_align(40, 8).unwrap(), Layout::from_size_align(48, 1).unwrap());
         unsafe {
             let first = pool.alloc(a);
             pool.dealloc(first, a);
-            assert_eq!(pool.alloc(b), first, "40 and 64 bytes share the 64-byte class");
-            assert_eq!(pool.realloc(first, b, 50), first, "a realloc within the class keeps the block");
-            pool.dealloc(first, Layout::from_size_align(50, 1).unwrap());
+            assert_eq!(pool.alloc(b), first, "40 and 48 bytes share the 48-byte class");
+            assert_eq!(pool.realloc(first, b, 33), first, "a realloc within the class keeps the block");
+            pool.dealloc(first, Layout::from_size_align(33, 1).unwrap());
         }
     }
 
@@ -128,7 +129,7 @@ mod tests {
     }
 
     fn op() -> impl Strategy<Value = Op> {
-        let size = prop_oneof![0usize..40, 0usize..2100, 2000usize..5000];
+        let size = prop_oneof![0usize..40, 0usize..1100, 1000usize..5000];
         prop_oneof![
             size.clone().prop_map(Op::Alloc),
             (any::<usize>(), size).prop_map(|(i, s)| Op::Realloc(i, s)),
