@@ -177,7 +177,7 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
     if host.is_empty()
         || url.len() > 512
         // Query, fragment, userinfo, ASCII whitespace and controls, in one pass over the bytes.
-        || url.bytes().fold(false, |any, b| any | (b <= b' ') | (b == 0x7f) | (b == b'?') | (b == b'#') | (b == b'@'))
+        || crate::text::any_byte(url, |b| (b <= b' ') | (b == 0x7f) | (b == b'?') | (b == b'#') | (b == b'@'))
         || (!url.is_ascii() && url.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(bad());

@@ -679,7 +679,7 @@ fn task_id_of(value: &Field<'_>) -> Option<String> {
         Field::Json(n) => n.as_u64()?.to_string(),
         _ => return None,
     };
-    let printable = id.bytes().fold(true, |ok, b| ok & b.is_ascii_graphic());
+    let printable = !text::any_byte(&id, |b| !b.is_ascii_graphic());
     (!id.is_empty() && id.len() <= 64 && printable).then_some(id)
 }
 

@@ -476,7 +476,7 @@ fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationE
     if text.len() > max && text.chars().count() > max {
         return Err(invalid(name, format!("`{name}` is longer than {max} characters")));
     }
-    let suspect = text.bytes().fold(false, |any, b| any | (b < 0x20) | (b == 0x7f) | (b == 0xc2));
+    let suspect = crate::text::any_byte(&text, |b| (b < 0x20) | (b == 0x7f) | (b == 0xc2));
     if suspect && text.chars().any(char::is_control) {
         return Err(must(name, "must not contain control characters"));
     }
