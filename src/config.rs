@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes;
 use crate::error::{ValidationError, invalid_config};
-use crate::registry::{MIN_POLL_INTERVAL_MS, TypeSpec};
+use crate::registry::{MIN_FIRST_WAIT_MS, MIN_POLL_INTERVAL_MS, TypeSpec};
 
 /// The service's address unless a config says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
@@ -24,7 +24,7 @@ pub struct Config {
     /// Overall deadline counted from the original submit (10 s to 1 h; must exceed the first
     /// wait). Every solve ends by `deadline + request_timeout`.
     pub deadline_ms: Option<u64>,
-    /// Wait between an accepted submit and the first poll (5 s to 300 s).
+    /// Wait between an accepted submit and the first poll (1 s to 300 s).
     pub initial_wait_ms: Option<u64>,
     /// Wait between polls (5 s to 120 s; never below 5 s).
     pub poll_interval_ms: Option<u64>,
@@ -129,7 +129,7 @@ impl Config {
         in_range("unsolvable_retries", self.unsolvable_retries.into(), 0, 5)?;
         in_range("max_jitter_ms", self.max_jitter_ms, 0, 10_000)?;
         let initial_wait_ms = self.initial_wait_ms.unwrap_or(spec.initial_wait_ms);
-        in_range("initial_wait_ms", initial_wait_ms, MIN_POLL_INTERVAL_MS, 300_000)?;
+        in_range("initial_wait_ms", initial_wait_ms, MIN_FIRST_WAIT_MS, 300_000)?;
         let poll_interval_ms = self.poll_interval_ms.unwrap_or(spec.poll_interval_ms);
         in_range("poll_interval_ms", poll_interval_ms, MIN_POLL_INTERVAL_MS, 120_000)?;
         let deadline_ms = self.deadline_ms.unwrap_or(spec.deadline_ms);

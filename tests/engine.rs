@@ -135,11 +135,11 @@ fn host_misuse_is_a_typed_error_and_changes_nothing() {
         Err(Misuse::StaleResponse { request_id: submit.id })
     );
     let Ok(Output::Send(poll)) = solve.poll_output(1_150) else { panic!("expected the first poll") };
-    assert_eq!((poll.kind, poll.at), (RequestKind::Poll, 11_100), "asking early is harmless");
+    assert_eq!((poll.kind, poll.at), (RequestKind::Poll, 14_100), "asking early is harmless");
     let before = solve.snapshot();
     assert_eq!(
-        solve.handle_response(11_099, poll.id, 200, b"CAPCHA_NOT_READY"),
-        Err(Misuse::NotDue { request_id: poll.id, at: 11_100 }),
+        solve.handle_response(14_099, poll.id, 200, b"CAPCHA_NOT_READY"),
+        Err(Misuse::NotDue { request_id: poll.id, at: 14_100 }),
         "a reply to a request sent before it was due is refused"
     );
     assert_eq!(solve.snapshot(), before, "and changes nothing");
@@ -234,17 +234,17 @@ fn solutions_carry_timing_expiry_and_freshness() {
     let submit = expect_send(&mut solve, 1_000);
     json_reply(&mut solve, 1_300, &submit, r#"{"status":1,"request":73846221}"#);
     assert_eq!(solve.task_id(), Some("73846221"));
-    let poll = expect_send(&mut solve, 16_300);
-    assert_eq!(poll.at, 16_300, "reCAPTCHA waits 15 s first");
-    json_reply(&mut solve, 16_500, &poll, r#"{"status":1,"request":"03AGtoken"}"#);
-    let Output::Solved(solution) = solve.poll_output(16_500).unwrap() else { panic!() };
+    let poll = expect_send(&mut solve, 27_300);
+    assert_eq!(poll.at, 27_300, "reCAPTCHA v2 waits 26 s first");
+    json_reply(&mut solve, 27_500, &poll, r#"{"status":1,"request":"03AGtoken"}"#);
+    let Output::Solved(solution) = solve.poll_output(27_500).unwrap() else { panic!() };
     assert_eq!(solution.answer.as_str(), "03AGtoken");
-    assert_eq!((solution.submitted_at, solution.solved_at, solution.elapsed_ms), (1_000, 16_500, 15_500));
+    assert_eq!((solution.submitted_at, solution.solved_at, solution.elapsed_ms), (1_000, 27_500, 26_500));
     assert_eq!((solution.polls, solution.attempts), (1, 1));
-    assert_eq!(solution.expires_at, Some(136_500), "reCAPTCHA tokens live 120 s from the answer");
-    assert!(solution.is_fresh(16_500 + 90_000, 90_000));
-    assert!(!solution.is_fresh(16_500 + 90_001, 90_000), "older than max_token_age");
-    assert!(!solution.is_fresh(136_500, 200_000), "expired");
+    assert_eq!(solution.expires_at, Some(147_500), "reCAPTCHA tokens live 120 s from the answer");
+    assert!(solution.is_fresh(27_500 + 90_000, 90_000));
+    assert!(!solution.is_fresh(27_500 + 90_001, 90_000), "older than max_token_age");
+    assert!(!solution.is_fresh(147_500, 200_000), "expired");
 }
 
 // Snapshots ----------------------------------------------------------------------------------

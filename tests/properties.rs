@@ -5,7 +5,7 @@
 
 mod common;
 
-use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError};
+use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError, registry};
 use common::{KEY, PAGE};
 use proptest::prelude::*;
 
@@ -147,7 +147,7 @@ fn drive(task: &str, config: &Config, start: u64, script: &[Upstream], restore_a
 fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
     let spec = Task::from_json(task).unwrap().spec();
     let deadline = start + config.deadline_ms.unwrap_or(spec.deadline_ms);
-    let mut last_task_request: Option<u64> = None;
+    let mut last_task_request: Option<(u64, RequestKind)> = None;
     for (at, output) in &run.outputs {
         match output {
             Output::Send(request) => {
@@ -155,11 +155,15 @@ fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
                 assert!(!request.url.contains(KEY), "key in URL");
                 assert!(!format!("{request:?}").contains(KEY), "key in Debug");
                 if request.kind == RequestKind::Poll {
-                    let previous = last_task_request.expect("a poll follows a submit");
-                    assert!(*at >= previous + 5_000, "polled {} ms after the previous request", at - previous);
+                    let (previous, kind) = last_task_request.expect("a poll follows a submit");
+                    let min_gap = match kind {
+                        RequestKind::Poll => registry::MIN_POLL_INTERVAL_MS,
+                        _ => registry::MIN_FIRST_WAIT_MS,
+                    };
+                    assert!(*at >= previous + min_gap, "polled {} ms after the previous {kind:?}", at - previous);
                 }
                 if matches!(request.kind, RequestKind::Poll | RequestKind::Submit) {
-                    last_task_request = Some(*at);
+                    last_task_request = Some((*at, request.kind));
                 }
             }
             other => assert!(!format!("{other:?}").contains(KEY), "key in an output: {other:?}"),

@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
+use captchaai_engine::registry;
 use captchaai_vectors::{Native, Vector, replay};
 use serde_json::Value as Json;
 
@@ -57,7 +58,7 @@ fn check_expect(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
 /// Invariants every transcript must keep, whatever the vector.
 fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> {
     let mut last_at = 0;
-    let mut last_res_send: Option<u64> = None;
+    let mut last_task_send: Option<(u64, Option<&str>)> = None;
     for event in transcript {
         let at = event.get("at").and_then(Json::as_u64).ok_or("event without time")?;
         if at < last_at {
@@ -72,14 +73,20 @@ fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> 
             if url.contains(&vector.key) {
                 return Err("the key is in a URL".into());
             }
-            if send.get("kind").and_then(Json::as_str) == Some("poll")
-                && let Some(previous) = last_res_send
-                && at < previous + 5_000
+            let kind = send.get("kind").and_then(Json::as_str);
+            if kind == Some("poll")
+                && let Some((previous, previous_kind)) = last_task_send
             {
-                return Err(format!("polled {} ms after the previous request for the task", at - previous));
+                let min_gap = match previous_kind {
+                    Some("poll") => registry::MIN_POLL_INTERVAL_MS,
+                    _ => registry::MIN_FIRST_WAIT_MS,
+                };
+                if at < previous + min_gap {
+                    return Err(format!("polled {} ms after the previous request for the task", at - previous));
+                }
             }
-            if matches!(send.get("kind").and_then(Json::as_str), Some("poll" | "submit")) {
-                last_res_send = Some(at);
+            if matches!(kind, Some("poll" | "submit")) {
+                last_task_send = Some((at, kind));
             }
         } else if event.get("reply").is_none() && event.get("transport").is_none() {
             let text = event.to_string();

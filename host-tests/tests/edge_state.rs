@@ -54,7 +54,7 @@ async fn a_client_dropping_mid_wait_loses_nothing() {
     assert_eq!(started.status, 202, "{}", started.body);
     let id = started.body["id"].as_str().unwrap().to_owned();
 
-    // Two long polls dropped (after 2 s, then 11 s: before the first poll is due at 15 s).
+    // Two long polls dropped (after 2 s, then 11 s: before the first poll is due at 26 s).
     for drop_after in [2, 11] {
         let dropped = tokio::time::timeout(
             Duration::from_secs(drop_after),

@@ -175,7 +175,7 @@ impl Setup {
             config.poll_interval_ms = Some(r.range(5_000, 12_000));
         }
         if r.chance(0.1) {
-            config.initial_wait_ms = Some(r.range(5_000, 20_000));
+            config.initial_wait_ms = Some(r.range(1_000, 20_000));
         }
         let key = String::from_utf8((0..32).map(|_| *r.pick(ALNUM)).collect()).unwrap_or_default();
         Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms }

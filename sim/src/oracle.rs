@@ -25,7 +25,7 @@ pub const TYPES: &[TypeRow] = &[
     TypeRow {
         name: "turnstile",
         task_json: r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"https://example.com/login"}"#,
-        first_wait_ms: 10_000,
+        first_wait_ms: 13_000,
         poll_interval_ms: 5_000,
         deadline_ms: 120_000,
         token_ttl_ms: Some(300_000),
@@ -33,7 +33,7 @@ pub const TYPES: &[TypeRow] = &[
     TypeRow {
         name: "recaptcha_v2",
         task_json: r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://example.com/form","invisible":true}"#,
-        first_wait_ms: 15_000,
+        first_wait_ms: 26_000,
         poll_interval_ms: 5_000,
         deadline_ms: 120_000,
         token_ttl_ms: Some(120_000),
@@ -49,7 +49,7 @@ pub const TYPES: &[TypeRow] = &[
     TypeRow {
         name: "image",
         task_json: r#"{"type":"image","image":"iVBORw0KGgoAAAANSUhEUgAAAHgAAAAoCAIAAAC6iKlyAAAB4UlEQVR42u3Q1yIQAAAF0Ks0aKm0qJSG9pS0t4aEJu2lQgulPbVJOxTS0J5C0dCm0kbay2pp0J5/cZ/uJ5yDpOs376Tcf/jk+aus1+8+fP7y/ddfA8MixiVMypavVNnCslad+o2aWrds3a5jF7uevR37DnAZMnzU2PEek6b6+M6au2Dx0hX+ges2Bm0Ji9i5e9/BI1ExJ0+dPX8p8dqN2/fSHjx+9jIz523up/xvP/+gYGGj4qXKlKtoXrV6Tat6DZs0t2nVtkPnbj3s+zj3HzR42Mgx49wnTvGePnPO/EVLlq9avXbD5pDQbTsi9x44fCz6RPyZcxevXE2+dTc1/dHTFxnZb95/zPv64/e/AoWKFitZ2rSCWZVqNWrXbdC4WQvbNu07de3ey8Gp30DXoSNGu03wnOw1bcbseQv9lq0MWLN+U/DW8O279uw/dPR4bNzphAuXaX6NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD80AjHD41w/NAIxw+NcPzQCMcPjXD8/wEGW82W5hSx/AAAAABJRU5ErkJggg==","numeric":1,"min_len":4}"#,
-        first_wait_ms: 5_000,
+        first_wait_ms: 1_000,
         poll_interval_ms: 5_000,
         deadline_ms: 60_000,
         token_ttl_ms: None,

@@ -278,7 +278,7 @@ vector("fault_transport_exhausted", "the connection fails on every submit: five 
 vector("fault_poll_errors_exhausted", "unreadable replies on every poll: the poll-error budget ends it", TURNSTILE,
        [ok("7427")] + [HTML_502] * 4, failed("UNEXPECTED_REPLY", "transient", 5, 5000), config={"max_poll_errors": 3})
 vector("deadline_expiry", "not ready until the deadline: nothing is sent at or after it", TURNSTILE,
-       [ok("7428")] + [not_ready()] * 40, failed("DEADLINE_EXCEEDED", "transient", 23))
+       [ok("7428")] + [not_ready()] * 40, failed("DEADLINE_EXCEEDED", "transient", 22))
 vector("restore_mid_solve", "snapshot and restore before several steps: same transcript as without",
        RECAPTCHA, [ok(1005), not_ready(), not_ready(), ok(TOKEN)], solved(4, TOKEN), restore_before=[0, 1, 2, 3])
 vector("restore_mid_busy_wait", "restore while waiting for a thread and while threadsinfo is in flight",

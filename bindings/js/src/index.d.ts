@@ -150,7 +150,7 @@ export interface Config {
   requestTimeoutMs?: number | bigint;
   /** Overall deadline from the original submit, 10 s to 1 h; default per type. */
   deadlineMs?: number | bigint;
-  /** Wait before the first poll, at least 5,000 ms; default per type. */
+  /** Wait before the first poll, at least 1,000 ms; default per type. */
   initialWaitMs?: number | bigint;
   /** Wait between polls, at least 5,000 ms; default per type. */
   pollIntervalMs?: number | bigint;

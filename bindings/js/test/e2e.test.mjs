@@ -1,6 +1,6 @@
 // End to end against the real CaptchaAI emulator (a child process on 127.0.0.1, killed at the
 // end): solves, failure classes, snapshot/resume, account calls and the thread budget. Time runs
-// TIME_SCALE times faster on both sides, so a 15 s first wait takes 0.75 s.
+// TIME_SCALE times faster on both sides, so a 26 s first wait takes 1.3 s.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { inspect } from 'node:util';

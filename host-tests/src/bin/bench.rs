@@ -21,10 +21,11 @@ struct Args {
     /// Time runs this many times faster (engine clock and emulator alike).
     #[arg(long, default_value_t = 2.0)]
     time_scale: f64,
-    /// Emulator solve time range, virtual ms (Turnstile: first poll at 10 s, then every 5 s).
-    #[arg(long, default_value_t = 21_000)]
-    solve_ms_min: u64,
+    /// Emulator solve time range, virtual ms (Turnstile: first poll at 13 s, then every 5 s, so
+    /// three not-ready polls and the answer at 28 s).
     #[arg(long, default_value_t = 24_000)]
+    solve_ms_min: u64,
+    #[arg(long, default_value_t = 27_000)]
     solve_ms_max: u64,
     /// HTTP requests in flight at once.
     #[arg(long, default_value_t = 512)]

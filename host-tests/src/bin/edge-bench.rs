@@ -88,7 +88,7 @@ async fn main() -> Result<()> {
     println!("edge key-value store: {}", args.kv);
     let hello = serve(component("edge-hello", "edge_hello.wasm"), &[], None, KvBackend::Memory).await?;
 
-    // reCAPTCHA solves: submitted, then not due for 15 s (the engine's first wait).
+    // reCAPTCHA solves: submitted, then not due for 26 s (the engine's first wait).
     let mut ids = Vec::new();
     for _ in 0..=args.concurrency {
         ids.push(start_solve(&edge).await?);

@@ -25,7 +25,7 @@ class Config:
     deadline_ms: Optional[int] = None
     """Overall deadline from the original submit, 10 s to 1 h; default per type."""
     initial_wait_ms: Optional[int] = None
-    """Wait before the first poll, at least 5,000 ms; default per type."""
+    """Wait before the first poll, at least 1,000 ms; default per type."""
     poll_interval_ms: Optional[int] = None
     """Wait between polls, at least 5,000 ms; default per type."""
     max_submit_retries: Optional[int] = None
