@@ -61,8 +61,9 @@ struct Derived {
     res_url: Arc<str>,
     /// The whole submit body of form uploads (it holds the key: memory only).
     submit_body: Option<http::FormBody>,
-    /// The poll body for the current task id, built on first use.
-    poll_body: Option<(String, http::FormBody)>,
+    /// The poll body for the current task id, built on first use (cleared by
+    /// [`Solve::set_task_id`]).
+    poll_body: Option<http::FormBody>,
     /// The unchanging start of every snapshot, built on first use.
     snapshot_prefix: std::cell::OnceCell<String>,
 }
@@ -251,10 +252,9 @@ impl Solve {
             task.each_param(|name, value| form.push(name, value));
             form.finish()
         });
-        let url = |path: &str| Arc::<str>::from([config.base_url.as_str(), path].concat());
         let derived = Derived {
-            submit_url: url(endpoint),
-            res_url: url("/res.php"),
+            submit_url: crate::config::endpoint_url(&config.base_url, endpoint),
+            res_url: crate::config::endpoint_url(&config.base_url, "/res.php"),
             submit_body,
             poll_body: None,
             snapshot_prefix: Default::default(),
@@ -324,9 +324,14 @@ impl Solve {
     /// (`String::from_utf8_lossy`), exactly as every host of the component passes it.
     pub fn handle_response(&mut self, now: u64, request_id: u32, status: u16, body: &[u8]) -> Result<Output, Misuse> {
         let step = self.take_result(now, request_id)?;
-        // A reply that echoes the key loses it before anything reads (or clips) the text.
-        let text = crate::text::redact(crate::text::lossy(body), self.key.expose());
-        let reply = reply::parse(status, &text);
+        let text;
+        let reply = if reply::is_plain_not_ready(body) {
+            Reply::NotReady
+        } else {
+            // A reply that echoes the key loses it before anything reads (or clips) the text.
+            text = crate::text::redact(crate::text::lossy(body), self.key.expose());
+            reply::parse(status, &text)
+        };
         match step {
             Step::Submit => self.on_submit_reply(now, reply),
             Step::Poll => self.on_poll_reply(now, reply),
@@ -404,17 +409,14 @@ impl Solve {
                 HttpRequest::form(id, RequestKind::ThreadsInfo, at, self.derived.res_url.clone(), body, timeout)
             }
             Step::Poll => {
-                let task_id = self.state.task_id.as_deref().unwrap_or_default();
-                let cached = self.derived.poll_body.as_ref().filter(|(for_id, _)| for_id == task_id);
-                let body = match cached {
-                    Some((_, body)) => body.clone(),
-                    None => {
-                        let body =
-                            http::FormWriter::new(&self.key, 40).pair("action", "get").pair("id", task_id).finish();
-                        self.derived.poll_body = Some((task_id.to_owned(), body.clone()));
-                        body
-                    }
-                };
+                let (key, task_id) = (&self.key, self.state.task_id.as_deref().unwrap_or_default());
+                let body = self
+                    .derived
+                    .poll_body
+                    .get_or_insert_with(|| {
+                        http::FormWriter::new(key, 40).pair("action", "get").pair("id", task_id).finish()
+                    })
+                    .clone();
                 HttpRequest::form(id, RequestKind::Poll, at, self.derived.res_url.clone(), body, timeout)
             }
         }
@@ -444,7 +446,7 @@ impl Solve {
             Reply::Ok { value, user_agent } if self.task.is_sync() => self.finish_solved(now, &value, user_agent),
             Reply::Ok { value, .. } => match task_id_of(&value) {
                 Some(task_id) => {
-                    self.state.task_id = Some(task_id);
+                    self.set_task_id(Some(task_id));
                     self.state.poll_errors = 0;
                     self.schedule(Step::Poll, now.saturating_add(self.timings.initial_wait_ms), None);
                 }
@@ -554,7 +556,7 @@ impl Solve {
                     return self.finish_failed(failure(self));
                 }
                 self.state.attempt = self.state.attempt.saturating_add(1);
-                self.state.task_id = None;
+                self.set_task_id(None);
                 self.state.submit_retries = 0;
                 self.state.poll_errors = 0;
                 self.schedule(Step::Submit, now, Some(failure(self)));
@@ -604,6 +606,12 @@ impl Solve {
         };
         self.state.pending = None;
         self.state.phase = Phase::Solved(solution);
+    }
+
+    /// The only way the task id changes: the cached poll body goes with the old one.
+    fn set_task_id(&mut self, task_id: Option<String>) {
+        self.state.task_id = task_id;
+        self.derived.poll_body = None;
     }
 
     fn finish_failed(&mut self, failure: Failure) {

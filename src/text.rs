@@ -10,10 +10,12 @@ use std::borrow::Cow;
 pub(crate) fn find(hay: &str, needle: &str) -> Option<usize> {
     let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
     let Some((&first, rest)) = needle.split_first() else { return Some(0) };
+    let last_start = hay.len().checked_sub(needle.len())?;
     if hay.len() > 512 {
         return memchr::memmem::find(hay, needle);
     }
-    memchr::memchr_iter(first, hay).find(|&i| hay[i + 1..].starts_with(rest))
+    // Only the first bytes where the whole needle still fits can start it.
+    memchr::memchr_iter(first, &hay[..=last_start]).find(|&i| hay[i + 1..].starts_with(rest))
 }
 
 /// Whether any byte of `text` passes `test`. Every byte is tested (no early exit), so the loop

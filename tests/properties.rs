@@ -75,8 +75,10 @@ fn upstream() -> impl Strategy<Value = Upstream> {
 }
 
 fn config() -> impl Strategy<Value = Config> {
+    // Deadlines from just past the longest default first wait (shorter ones are refused).
+    let longest_first_wait = registry::TYPES.iter().map(|t| t.initial_wait_ms).max().unwrap_or(0);
     (
-        prop::option::of(20_000u64..200_000),
+        prop::option::of(longest_first_wait + 1..200_000),
         prop::option::of(any::<u64>()),
         0u32..3,
         1u32..6,
