@@ -48,13 +48,19 @@ impl Clients {
         Reply { status, body }
     }
 
-    /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending.
+    /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending; a 202
+    /// that came at once because nothing is due within the long poll is followed by a sleep
+    /// until the next poll is.
     pub async fn collect(&self, bases: &[String], id: &str) -> Reply {
+        const WAIT_S: u64 = 25;
         for attempt in 0..30 {
-            let reply = self.call(&bases[attempt % bases.len()], "GET", &format!("/v1/solve/{id}?wait=25"), None).await;
+            let path = format!("/v1/solve/{id}?wait={WAIT_S}");
+            let reply = self.call(&bases[attempt % bases.len()], "GET", &path, None).await;
             if reply.status != 202 {
                 return reply;
             }
+            let retry_after = reply.body["retry_after_s"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_secs(retry_after.saturating_sub(WAIT_S))).await;
         }
         panic!("solve {id} still pending after 30 long polls");
     }
