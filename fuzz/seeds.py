@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json).
+"""Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json), and
+fuzz/seeds/edge_request/ from hand-written requests, well-formed and malformed.
 fuzz/seeds/restore/ is written by `cargo run -p sim --example snapshot_seeds` (real snapshots
 taken at every step of every vector's replay). See fuzz/README.md."""
 import base64, glob, hashlib, json, os, re, struct
@@ -55,3 +56,18 @@ for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/*.json"))):
             ops += bytes([3]) + struct.pack("<H", min(t["after_ms"] // 16, 65535)) + bytes([kind])
     write("ops", bytes(ops))
 print({d: len(os.listdir(os.path.join(OUT, d))) for d in os.listdir(OUT)})
+
+# edge_request: [path kind, query kind, auth kind, path len, query len, auth len] + path tail,
+# query tail, token, Content-Length (kinds index the prefixes in fuzz/src/lib.rs).
+ID = b"0123456789abcdef0123456789abcdef"
+for path_kind, path, query_kind, query, auth_kind, token, length in [
+    (5, ID, 1, b"25", 1, b"client-token-1234567", b"1024"),
+    (5, ID.upper(), 0, b"", 2, b"client-token-1234567", b""),
+    (5, ID[:31], 2, b"0", 1, b"", b"2097153"),
+    (3, b"", 1, b"+5", 3, b"dXNlcjpwYXNz", b"+5"),
+    (1, b"", 3, b"26", 0, b"Bearer", b"99999999999999999999999"),
+    (0, b"/v1/solve/" + ID + b"/x", 1, b"007", 1, b"\xff\xfe", b" 12"),
+    (4, b"", 0, b"wait=4&wait=5", 1, b"t", b"0"),
+    (2, b"", 1, b"", 1, b"metrics-token", b"18446744073709551616"),
+]:
+    write("edge_request", bytes([path_kind, query_kind, auth_kind, len(path), len(query), len(token)]) + path + query + token + length)

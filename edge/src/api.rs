@@ -25,6 +25,7 @@ use subtle::ConstantTimeEq;
 use crate::drive::{self, Progress, now_ms};
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
 use crate::kv::{Kv, Swapped};
+use crate::request::{self, Route};
 use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, RESULT_RETENTION_MS, Settings};
 use crate::store::{self, Lease, SolveRecord, StoredResult};
 use crate::{budget, metrics, sweep};
@@ -153,7 +154,7 @@ pub async fn handle(request: Request) -> Response {
     let id = id.map(|id| format!(" id={id}")).unwrap_or_default();
     eprintln!(
         "edge: {method} {} -> {} in {} ms{id}",
-        route_name(&path),
+        request::route(&path).name(),
         response.status().as_u16(),
         now_ms().saturating_sub(started)
     );
@@ -161,18 +162,6 @@ pub async fn handle(request: Request) -> Response {
 }
 
 type Routed = Result<(Response, Option<String>), (Reject, Option<String>)>;
-
-/// The route's shape for logs (ids elided).
-fn route_name(path: &str) -> &'static str {
-    match path {
-        "/healthz" => "/healthz",
-        "/metrics" => "/metrics",
-        "/v1/solve" => "/v1/solve",
-        "/v1/threads" => "/v1/threads",
-        p if p.starts_with("/v1/solve/") => "/v1/solve/{id}",
-        _ => "(other)",
-    }
-}
 
 /// 405 with the methods the route takes in `Allow`.
 fn wrong_method(allow: &'static str) -> Routed {
@@ -184,17 +173,20 @@ fn wrong_method(allow: &'static str) -> Routed {
 async fn route(request: Request) -> Routed {
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
-    if path == "/healthz" {
-        return match method {
-            Method::GET | Method::HEAD => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
-            _ => wrong_method("GET, HEAD"),
-        };
-    }
-    if path != "/metrics" && !path.starts_with("/v1/") {
-        return Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route"), None));
+    let not_found = |message| Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", message), None));
+    let route = request::route(&path);
+    match route {
+        Route::Healthz => {
+            return match method {
+                Method::GET | Method::HEAD => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
+                _ => wrong_method("GET, HEAD"),
+            };
+        }
+        Route::Other if !path.starts_with("/v1/") => return not_found("no such route"),
+        _ => {}
     }
     let settings = Settings::load().await.map_err(|e| (Reject::internal(e), None))?;
-    if path == "/metrics" {
+    if route == Route::Metrics {
         authenticate(
             &request,
             settings
@@ -210,27 +202,24 @@ async fn route(request: Request) -> Routed {
         };
     }
     authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
-    let wait = wait_seconds(request.uri().query()).map_err(|r| (r, None))?;
+    let wait = request::wait_seconds(request.uri().query(), DEFAULT_WAIT_S, MAX_WAIT_S).ok_or_else(|| {
+        let message = format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}");
+        let reject = Reject::new(StatusCode::BAD_REQUEST, "INVALID_WAIT", message);
+        (Reject { field: Some("wait".into()), ..reject }, None)
+    })?;
     let kv = Kv::open().map_err(|e| (Reject::internal(e), None))?;
-    match (method, path.as_str()) {
-        (Method::POST, "/v1/solve") => start(request, &kv, &settings, wait).await,
-        (_, "/v1/solve") => wrong_method("POST"),
-        (Method::GET | Method::HEAD, "/v1/threads") => {
+    match (route, method) {
+        (Route::Solves, Method::POST) => start(request, &kv, &settings, wait).await,
+        (Route::Solves, _) => wrong_method("POST"),
+        (Route::Threads, Method::GET | Method::HEAD) => {
             threads(&kv, &settings).await.map(|r| (r, None)).map_err(|r| (r, None))
         }
-        (_, "/v1/threads") => wrong_method("GET, HEAD"),
-        (method, p) if p.starts_with("/v1/solve/") => {
-            let id = &p["/v1/solve/".len()..];
-            if !valid_id(id) {
-                return Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve"), None));
-            }
-            match method {
-                Method::GET | Method::HEAD => resume(id, &kv, &settings, wait).await,
-                Method::DELETE => delete(id, &kv),
-                _ => wrong_method("GET, HEAD, DELETE"),
-            }
-        }
-        _ => Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route"), None)),
+        (Route::Threads, _) => wrong_method("GET, HEAD"),
+        (Route::UnknownSolve, _) => not_found("no such solve"),
+        (Route::Solve(id), Method::GET | Method::HEAD) => resume(id, &kv, &settings, wait).await,
+        (Route::Solve(id), Method::DELETE) => delete(id, &kv),
+        (Route::Solve(_), _) => wrong_method("GET, HEAD, DELETE"),
+        _ => not_found("no such route"),
     }
 }
 
@@ -243,44 +232,24 @@ fn sweep_some(kv: &Kv) {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` (the scheme in any case, RFC 9110) against every
-/// accepted token in constant time.
+/// Checks `Authorization: Bearer <token>` against every accepted token in constant time.
 fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<(), Reject> {
-    let unauthorized =
-        || Reject::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "a valid `Authorization: Bearer <token>` is required");
-    let header = request.headers().get(http::header::AUTHORIZATION).ok_or_else(unauthorized)?.as_bytes();
-    let (scheme, presented) = header.split_at_checked(7).ok_or_else(unauthorized)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return Err(unauthorized());
-    }
+    let header = request.headers().get(http::header::AUTHORIZATION).map(HeaderValue::as_bytes);
     let mut matched = subtle::Choice::from(0);
-    for token in accepted {
-        matched |= token.as_bytes().ct_eq(presented);
+    if let Some(presented) = request::bearer_token(header) {
+        for token in accepted {
+            matched |= token.as_bytes().ct_eq(presented);
+        }
     }
-    if bool::from(matched) && !presented.is_empty() { Ok(()) } else { Err(unauthorized()) }
-}
-
-/// `?wait=S` (default and cap in [`crate::settings`]).
-fn wait_seconds(query: Option<&str>) -> Result<u64, Reject> {
-    let Some(value) = query.into_iter().flat_map(|q| q.split('&')).find_map(|pair| pair.strip_prefix("wait=")) else {
-        return Ok(DEFAULT_WAIT_S);
-    };
-    match value.parse::<u64>() {
-        Ok(seconds) if seconds <= MAX_WAIT_S => Ok(seconds),
-        _ => Err(Reject {
-            field: Some("wait".into()),
-            ..Reject::new(
-                StatusCode::BAD_REQUEST,
-                "INVALID_WAIT",
-                format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}"),
-            )
-        }),
+    if bool::from(matched) {
+        Ok(())
+    } else {
+        Err(Reject::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "a valid `Authorization: Bearer <token>` is required",
+        ))
     }
-}
-
-/// Solve ids are 32 lowercase hex characters.
-fn valid_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// 128 random bits as 32 lowercase hex characters (solve ids, lease holders, record revisions).
@@ -320,8 +289,8 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
         )
     };
     let declared =
-        request.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        request::declared_length(request.headers().get(http::header::CONTENT_LENGTH).map(HeaderValue::as_bytes));
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
     // Read at most the limit, whatever the body claims (chunked bodies have no length).

@@ -20,6 +20,7 @@ mod budget;
 mod drive;
 mod kv;
 mod metrics;
+mod request;
 mod settings;
 mod store;
 mod sweep;

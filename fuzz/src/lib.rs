@@ -12,6 +12,10 @@
 
 pub mod tasks;
 
+/// The edge's request parsing, compiled from the edge's own file.
+#[path = "../../edge/src/request.rs"]
+pub mod edge_request_parsing;
+
 use arbitrary::Unstructured;
 use captchaai_engine::{Config, HttpRequest, Misuse, Output, Solve, Task, TransportError, account, codes};
 
@@ -406,4 +410,63 @@ pub fn ops(data: &[u8]) {
             Err(_) => {}
         }
     }
+}
+
+/// `edge_request`: `[path kind, query kind, auth kind, split, split, split, bytes...]`: a path, a
+/// query, an `Authorization` and a `Content-Length` value cut from the bytes (each after a
+/// prefix chosen to reach the interesting branches), through the edge's request parsing. Checks
+/// each answer against what the API promises, stated independently of the parser:
+/// - a route names a solve only for `/v1/solve/` plus 32 lowercase hex characters, and every
+///   other `/v1/solve/...` path is an unknown solve; route names are the six templates;
+/// - `wait` is the default without a `wait=` pair, else exactly the decimal number it spells,
+///   and only from 0 to the maximum;
+/// - a bearer token is what follows `Bearer ` (scheme in any case), never empty;
+/// - a declared length is exactly the decimal number the header spells.
+pub fn edge_request(data: &[u8]) {
+    use edge_request_parsing::{Route, SOLVE_PREFIX, bearer_token, declared_length, route, wait_seconds};
+    const PATHS: [&str; 6] = ["", "/healthz", "/metrics", "/v1/solve", "/v1/threads", SOLVE_PREFIX];
+    const QUERIES: [&str; 4] = ["", "wait=", "x=1&wait=", "wait=5&wait="];
+    const SCHEMES: [&[u8]; 4] = [b"", b"Bearer ", b"bEaReR ", b"Basic "];
+    let [path_kind, query_kind, auth_kind, a, b, c, rest @ ..] = data else { return };
+    let (cut_a, cut_b, cut_c) = (usize::from(*a).min(rest.len()), usize::from(*b), usize::from(*c));
+    let (first, rest) = rest.split_at(cut_a);
+    let (second, rest) = rest.split_at(cut_b.min(rest.len()));
+    let (third, fourth) = rest.split_at(cut_c.min(rest.len()));
+
+    let path = format!("{}{}", PATHS[usize::from(*path_kind) % PATHS.len()], String::from_utf8_lossy(first));
+    let routed = route(&path);
+    let tail = path.strip_prefix(SOLVE_PREFIX);
+    let is_id = |id: &str| id.len() == 32 && id.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'));
+    match routed {
+        Route::Solve(id) => assert!(tail == Some(id) && is_id(id), "{path:?} routed to solve {id:?}"),
+        Route::UnknownSolve => assert!(tail.is_some_and(|id| !is_id(id)), "{path:?} routed to an unknown solve"),
+        _ => assert!(tail.is_none(), "{path:?}: {routed:?}"),
+    }
+    let names = ["/healthz", "/metrics", "/v1/solve", "/v1/threads", "/v1/solve/{id}", "(other)"];
+    assert!(names.contains(&routed.name()), "{path:?}: {routed:?}");
+
+    let query = format!("{}{}", QUERIES[usize::from(*query_kind) % QUERIES.len()], String::from_utf8_lossy(second));
+    let query = (!query.is_empty()).then_some(query.as_str());
+    let wait = wait_seconds(query, 4, 25);
+    let first_wait = query.and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("wait=")));
+    let spelled = |text: &str| {
+        let number =
+            text.bytes().try_fold(0u64, |n, b| n.checked_mul(10)?.checked_add(u64::from(b.checked_sub(b'0')?)));
+        number.filter(|_| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match first_wait {
+        None => assert_eq!(wait, Some(4), "no wait= in {query:?}"),
+        Some(text) => assert_eq!(wait, spelled(text).filter(|s| *s <= 25), "{query:?}"),
+    }
+
+    let mut header = SCHEMES[usize::from(*auth_kind) % SCHEMES.len()].to_vec();
+    header.extend_from_slice(third);
+    let presented = bearer_token(Some(&header));
+    let expected = header.get(..7).filter(|s| s.eq_ignore_ascii_case(b"bearer ")).map(|_| &header[7..]);
+    assert_eq!(presented, expected.filter(|t| !t.is_empty()), "{header:?}");
+    assert_eq!(bearer_token(None), None);
+
+    let length = declared_length(Some(fourth));
+    let text = std::str::from_utf8(fourth).unwrap_or("x");
+    assert_eq!(length, spelled(text), "{fourth:?}");
 }

@@ -467,6 +467,7 @@ async fn rejected_at_the_edge(runtime: Runtime) {
             Some("extra.key"),
         ),
         ("POST", "/v1/solve?wait=99".into(), Some(valid.clone()), 400, Some("wait")),
+        ("POST", "/v1/solve?wait=+5".into(), Some(valid.clone()), 400, Some("wait")),
         ("GET", "/v1/solve".into(), None, 405, None),
         ("PUT", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 405, None),
         ("DELETE", "/v1/solve/0123456789abcdef0123456789abcdef".into(), None, 404, None),

@@ -47,3 +47,8 @@ fn restore_seeds_and_regressions() {
 fn ops_seeds_and_regressions() {
     run("ops", bodies::ops);
 }
+
+#[test]
+fn edge_request_seeds_and_regressions() {
+    run("edge_request", bodies::edge_request);
+}
