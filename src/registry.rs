@@ -155,10 +155,10 @@ const PROXYTYPE_REQ: FieldSpec = req("proxytype", "proxytype", FieldKind::Choice
 const IMAGE: FieldSpec = req("image", "body", FieldKind::Image);
 
 /// Every supported type. Polls every 5 s (the SDK's and docs' interval). First waits: for each
-/// type, the middle of the range of first waits that beats both the official SDK's schedule and
-/// 2captcha-python's on polls per solve *and* answer-to-client delay, on three seeds of
-/// `benches/polling/run.sh`'s solve-time mixes (modelled on the docs' and the SDK's figures, not
-/// measured live; BENCHMARKS.md has the table). A solve's config can override them.
+/// type, a wait near the middle of the range of first waits that beats both the official SDK's
+/// schedule and 2captcha-python's on polls per solve *and* answer-to-client delay, on three
+/// seeds of `benches/polling/run.sh`'s solve-time mixes (modelled on the docs' and the SDK's
+/// figures, not measured live; BENCHMARKS.md has the table). A solve's config can override them.
 pub const TYPES: &[TypeSpec] = &[
     TypeSpec {
         name: "recaptcha_v2",
