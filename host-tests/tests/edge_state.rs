@@ -49,13 +49,13 @@ async fn a_client_dropping_mid_wait_loses_nothing() {
             .unwrap();
     let edge = spin_up(&spin, &emulator, &[], None).await;
     let clients = Clients::new(TOKEN);
-    let task = json!({"type": "recaptcha_v2", "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "pageurl": PAGE});
+    let task = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE});
     let started = clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(task.to_string())).await;
     assert_eq!(started.status, 202, "{}", started.body);
     let id = started.body["id"].as_str().unwrap().to_owned();
 
-    // Two long polls dropped (after 2 s, then 11 s: before the first poll is due at 26 s).
-    for drop_after in [2, 11] {
+    // Two long polls dropped (after 2 s, then 8 s more: before the first poll is due at 13 s).
+    for drop_after in [2, 8] {
         let dropped = tokio::time::timeout(
             Duration::from_secs(drop_after),
             clients.call(&edge.url(), "GET", &format!("/v1/solve/{id}?wait=25"), None),
