@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 use crate::codes::{self, Class};
-use crate::config::{Config, normalise_base_url};
+use crate::config::{Config, endpoint_url, normalise_base_url};
 use crate::error::{ValidationError, invalid_config};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::Failure;
@@ -49,7 +49,7 @@ fn account_request(
         return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
     }
     let body = http::FormWriter::new(key, 32).pair("action", action).finish();
-    Ok(HttpRequest::form(0, kind, 0, format!("{base}/res.php").into(), body, config.request_timeout_ms))
+    Ok(HttpRequest::form(0, kind, 0, endpoint_url(base, "/res.php"), body, config.request_timeout_ms))
 }
 
 /// The failure for an account request (`kind`) that got no reply: the code table's

@@ -34,8 +34,9 @@ pub(crate) fn endpoint_url(base_url: &str, path: &str) -> Arc<str> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "ConfigJson")]
 pub struct Config {
-    /// `http(s)://host[:port][/prefix]`; `/in.php` and `/res.php` are appended.
-    pub base_url: String,
+    /// `http(s)://host[:port][/prefix]`; `/in.php` and `/res.php` are appended. Shared: a solve
+    /// keeps it without a copy (`"https://...".into()` makes one).
+    pub base_url: Arc<str>,
     /// Per-request timeout given to the host (1 s to 120 s).
     pub request_timeout_ms: u64,
     /// Overall deadline counted from the original submit (10 s to 1 h; must exceed the first
@@ -61,7 +62,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            base_url: DEFAULT_BASE_URL.to_owned(),
+            base_url: DEFAULT_BASE_URL.into(),
             request_timeout_ms: 30_000,
             deadline_ms: None,
             initial_wait_ms: None,
@@ -106,7 +107,7 @@ impl From<ConfigJson> for Config {
     fn from(c: ConfigJson) -> Config {
         let d = Config::default();
         Config {
-            base_url: c.base_url.unwrap_or(d.base_url),
+            base_url: c.base_url.map_or(d.base_url, Arc::from),
             request_timeout_ms: c.request_timeout_ms.unwrap_or(d.request_timeout_ms),
             deadline_ms: c.deadline_ms,
             initial_wait_ms: c.initial_wait_ms,
@@ -139,7 +140,11 @@ impl Config {
     /// Checks every field and resolves the timings for a type. Returns the config with its base
     /// URL normalised (no trailing slash).
     pub(crate) fn resolve(&self, spec: &TypeSpec) -> Result<(Config, Timings), ValidationError> {
-        let base_url = normalise_base_url(&self.base_url)?;
+        let base_url = match normalise_base_url(&self.base_url)? {
+            // Already normalised (the usual case): shared, not copied.
+            same if same.len() == self.base_url.len() => self.base_url.clone(),
+            trimmed => trimmed.into(),
+        };
         in_range("request_timeout_ms", self.request_timeout_ms, 1_000, 120_000)?;
         in_range("max_submit_retries", self.max_submit_retries.into(), 0, 10)?;
         in_range("max_poll_errors", self.max_poll_errors.into(), 1, 100)?;
@@ -186,7 +191,7 @@ fn out_of_range(field: &str, value: u64, min: u64, max: u64) -> ValidationError 
 }
 
 /// Checks `http(s)://host[:port][/path]` and drops trailing slashes.
-pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
+pub(crate) fn normalise_base_url(url: &str) -> Result<&str, ValidationError> {
     let bad =
         || invalid_config("base_url", "base_url must look like https://host[:port][/path], without query or fragment");
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).ok_or_else(bad)?;
@@ -199,5 +204,5 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ValidationError> {
     {
         return Err(bad());
     }
-    Ok(url.trim_end_matches('/').to_owned())
+    Ok(url.trim_end_matches('/'))
 }

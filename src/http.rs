@@ -225,22 +225,23 @@ pub(crate) struct FormBody {
     key_span: Range<usize>,
 }
 
-/// Writes `key=<key>&name=value...&json=1`, form-urlencoded, into one buffer. Bytes, not a
-/// `String`: everything written is ASCII, so it is checked once at the end instead of per
-/// character pushed (~130 fewer instructions per native solve, callgrind).
+/// Writes `key=<key>&name=value...&json=1`, form-urlencoded, straight into the body's text:
+/// plain runs are pushed as `&str` slices (cut at ASCII bytes, so always on character
+/// boundaries) and escapes from a table, so the finished text needs no UTF-8 check (the byte
+/// buffer checked once at the end cost ~240 more native instructions per body, callgrind).
 pub(crate) struct FormWriter {
-    bytes: Vec<u8>,
+    text: String,
     key_span: Range<usize>,
 }
 
 impl FormWriter {
     /// Starts with the key; `capacity` is a hint for what follows.
     pub fn new(key: &ApiKey, capacity: usize) -> FormWriter {
-        let mut bytes = Vec::with_capacity(48 + capacity);
-        bytes.extend_from_slice(b"key=");
-        let start = bytes.len();
-        bytes.extend_from_slice(key.expose().as_bytes()); // letters and digits: nothing to escape
-        FormWriter { key_span: start..bytes.len(), bytes }
+        let mut text = String::with_capacity(48 + capacity);
+        text.push_str("key=");
+        let start = text.len();
+        text.push_str(key.expose()); // letters and digits: nothing to escape
+        FormWriter { key_span: start..text.len(), text }
     }
 
     /// Appends `&name=value`.
@@ -249,20 +250,26 @@ impl FormWriter {
         self
     }
 
-    /// Appends `&name=value` in place.
+    /// Appends `&name=value` in place. Names are the registry's and `extra`'s (letters, digits,
+    /// `_`, `-`: [`is_plain_name`]), written as they are; values are escaped.
     pub fn push(&mut self, name: &str, value: &str) {
-        self.bytes.push(b'&');
-        url_encode_into(&mut self.bytes, name.as_bytes());
-        self.bytes.push(b'=');
-        url_encode_into(&mut self.bytes, value.as_bytes());
+        debug_assert!(is_plain_name(name), "form name {name:?} needs escaping");
+        self.text.push('&');
+        self.text.push_str(name);
+        self.text.push('=');
+        url_encode_into(&mut self.text, value);
     }
 
     pub fn finish(mut self) -> FormBody {
-        self.bytes.extend_from_slice(b"&json=1");
-        // Always ASCII (every other byte was escaped), so never the lossy branch.
-        let text = String::from_utf8(self.bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        FormBody { text: text.into(), key_span: self.key_span }
+        self.text.push_str("&json=1");
+        FormBody { text: self.text.into(), key_span: self.key_span }
     }
+}
+
+/// Whether a parameter name is written as it is: ASCII letters, digits, `_` and `-` (what the
+/// registry uses and `extra` allows).
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
 /// Bytes sent as they are in a form value; everything else is `%XX` (space: `+`).
@@ -279,18 +286,26 @@ const PLAIN: [bool; 256] = {
 
 /// Appends `value` encoded as `application/x-www-form-urlencoded` (space as `+`): plain runs
 /// copied whole, every other byte `%XX`.
-fn url_encode_into(out: &mut Vec<u8>, value: &[u8]) {
+fn url_encode_into(out: &mut String, value: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut rest = value;
-    loop {
-        let run = rest.iter().position(|&b| !PLAIN[usize::from(b)]).unwrap_or(rest.len());
-        out.extend_from_slice(&rest[..run]);
-        let Some((&b, tail)) = rest[run..].split_first() else { return };
-        match b {
-            b' ' => out.push(b'+'),
-            _ => out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]),
+    let bytes = value.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        let run = bytes[start..].iter().position(|&b| !PLAIN[usize::from(b)]).map_or(bytes.len(), |n| start + n);
+        if run > start {
+            // An ASCII byte starts the run and an ASCII byte (or the end) precedes `run`: both
+            // ends are character boundaries.
+            out.push_str(&value[start..run]);
         }
-        rest = tail;
+        let Some(&b) = bytes.get(run) else { return };
+        if b == b' ' {
+            out.push('+');
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        start = run + 1;
     }
 }
 

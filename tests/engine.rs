@@ -111,7 +111,7 @@ fn malformed_keys_and_configs_are_rejected_locally() {
     assert!(Config::from_json(r#"{"dead_line":1}"#).is_err(), "unknown config fields are rejected");
     let normalised =
         start_with(&turnstile_task(), &Config { base_url: "http://127.0.0.1:9/x/".into(), ..Default::default() });
-    assert_eq!(normalised.config().base_url, "http://127.0.0.1:9/x");
+    assert_eq!(&*normalised.config().base_url, "http://127.0.0.1:9/x");
 }
 
 // Host misuse --------------------------------------------------------------------------------

@@ -403,3 +403,43 @@ fn text_fields_refuse_every_control_character_and_count_characters_not_bytes() {
     assert!(task(&"é".repeat(max)).is_ok(), "{max} two-byte characters fit");
     assert!(task(&"é".repeat(max + 1)).unwrap_err().to_string().contains("longer than"));
 }
+
+/// Form names are written without escaping (the writer's contract): every name the registry
+/// sends is letters, digits, `_` and `-`, as `extra` names must be.
+#[test]
+fn every_registry_parameter_name_needs_no_escaping() {
+    let plain =
+        |name: &str| !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    for spec in registry::TYPES {
+        assert!(plain(spec.method), "{}: method {}", spec.name, spec.method);
+        for field in spec.fields.iter().filter(|f| !f.param.is_empty()) {
+            assert!(plain(field.param), "{}: {}", spec.name, field.param);
+        }
+        for (name, _) in spec.fixed {
+            assert!(plain(name), "{}: {name}", spec.name);
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Whatever text a value holds (any Unicode, spaces, `%`, `&`, `=`, `+`), the form is plain
+    /// ASCII and decodes back to exactly that text.
+    #[test]
+    fn any_text_value_survives_the_form_encoding(
+        value in "[^\\p{Cc}]{0,80}",
+        name in "[A-Za-z0-9_-]{1,20}",
+    ) {
+        let mut extra = serde_json::Map::new();
+        extra.insert(format!("x{name}"), value.clone().into());
+        let action = format!("a{value}");
+        let task = serde_json::json!({"type": "turnstile", "sitekey": "0x4AAA", "pageurl": PAGE, "action": action, "extra": extra});
+        let mut solve = Solve::from_json(&task.to_string(), KEY, &Config::default(), 0).unwrap();
+        let request = expect_send(&mut solve, 0);
+        let wire = |b: &u8| b.is_ascii_alphanumeric() || b"-._*%+&=".contains(b);
+        proptest::prop_assert!(request.body.as_bytes().iter().all(wire), "unescaped bytes in {:?}", request.body.as_bytes());
+        let pairs = form_pairs(&request.body);
+        let extra_name = format!("x{name}");
+        proptest::prop_assert!(pairs.contains(&("action".to_owned(), action)), "action in {:?}", pairs);
+        proptest::prop_assert!(pairs.contains(&(extra_name, value)), "extra in {:?}", pairs);
+    }
+}

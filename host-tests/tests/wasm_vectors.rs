@@ -17,7 +17,7 @@ struct Wasm {
 
 fn config_to_wit(c: &captchaai_engine::Config) -> wit::Config {
     wit::Config {
-        base_url: Some(c.base_url.clone()),
+        base_url: Some(c.base_url.to_string()),
         request_timeout_ms: Some(c.request_timeout_ms),
         deadline_ms: c.deadline_ms,
         initial_wait_ms: c.initial_wait_ms,

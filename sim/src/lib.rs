@@ -161,7 +161,7 @@ impl Setup {
                 "http://127.0.0.1:8099/",
                 "https://gw.example.net/captchaai",
             ]))
-            .to_owned(),
+            .into(),
             request_timeout_ms: *r.pick(&[5_000, 10_000, 30_000]),
             max_submit_retries: r.below(6) as u32,
             max_poll_errors: r.range(1, 10) as u32,
