@@ -236,7 +236,7 @@ fn failure_to_wit(f: Failure) -> wit::Failure {
         message: f.message,
         retry_after_ms: f.retry_after_ms,
         field: f.field,
-        task_id: f.task_id,
+        task_id: f.task_id.map(|id| id.to_string()),
     }
 }
 
@@ -275,7 +275,7 @@ fn solution_to_wit(s: Solution) -> wit::Solution {
     wit::Solution {
         answer: answer_to_wit(s.answer),
         user_agent: s.user_agent,
-        task_id: s.task_id,
+        task_id: s.task_id.map(|id| id.to_string()),
         submitted_at: s.submitted_at,
         solved_at: s.solved_at,
         elapsed_ms: s.elapsed_ms,
@@ -292,7 +292,7 @@ fn solution_from_wit(s: wit::Solution) -> Solution {
             wit::Answer::Json(j) => Answer::Json(j),
         },
         user_agent: s.user_agent,
-        task_id: s.task_id,
+        task_id: s.task_id.map(Into::into),
         submitted_at: s.submitted_at,
         solved_at: s.solved_at,
         elapsed_ms: s.elapsed_ms,

@@ -1,5 +1,7 @@
 //! What a solve ends with: a [`Solution`] or a [`Failure`], and their JSON forms.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -24,8 +26,8 @@ pub struct Failure {
     pub retry_after_ms: Option<u64>,
     /// The task field at fault, for validation failures.
     pub field: Option<String>,
-    /// The CaptchaAI task id, once one was assigned.
-    pub task_id: Option<String>,
+    /// The CaptchaAI task id, once one was assigned (shared with the solve).
+    pub task_id: Option<Arc<str>>,
 }
 
 impl Failure {
@@ -46,8 +48,9 @@ pub struct Solution {
     pub answer: Answer,
     /// The solver's user agent, where the type returns one; reuse it on the target site.
     pub user_agent: Option<String>,
-    /// The task id of the attempt that succeeded (`None` for synchronous `solve.php` answers).
-    pub task_id: Option<String>,
+    /// The task id of the attempt that succeeded (`None` for synchronous `solve.php` answers;
+    /// shared with the solve).
+    pub task_id: Option<Arc<str>>,
     /// When the original submit was sent (epoch ms).
     pub submitted_at: u64,
     /// When the answer arrived (epoch ms); token lifetimes count from here.
@@ -101,7 +104,7 @@ impl Solution {
 struct ClientSolution<'a> {
     answer: ClientAnswer<'a>,
     user_agent: &'a Option<String>,
-    task_id: &'a Option<String>,
+    task_id: &'a Option<Arc<str>>,
     submitted_at: u64,
     solved_at: u64,
     elapsed_ms: u64,

@@ -87,7 +87,7 @@ pub(crate) struct State {
     /// Times every thread was busy and the submit waited.
     pub busy_rounds: u32,
     pub polls: u32,
-    pub task_id: Option<String>,
+    pub task_id: Option<Arc<str>>,
     /// Jitter generator state.
     pub rng: u64,
     /// The failure reported if the deadline passes before the scheduled step can run (`None`:
@@ -130,7 +130,7 @@ pub(crate) struct StateJson {
     poll_errors: u32,
     busy_rounds: u32,
     polls: u32,
-    task_id: Option<String>,
+    task_id: Option<Arc<str>>,
     rng: u64,
     pending: Option<Failure>,
 }
@@ -609,7 +609,7 @@ impl Solve {
     }
 
     /// The only way the task id changes: the cached poll body goes with the old one.
-    fn set_task_id(&mut self, task_id: Option<String>) {
+    fn set_task_id(&mut self, task_id: Option<Arc<str>>) {
         self.state.task_id = task_id;
         self.derived.poll_body = None;
     }
@@ -681,14 +681,18 @@ fn garbled(value: &Field<'_>) -> bool {
 }
 
 /// A task id is a short run of printable characters, sent as a string or an integer.
-fn task_id_of(value: &Field<'_>) -> Option<String> {
+fn task_id_of(value: &Field<'_>) -> Option<Arc<str>> {
+    let mut digits = itoa::Buffer::new();
     let id = match value {
-        Field::Str(s) => s.trim().to_owned(),
-        Field::Json(n) => n.as_u64()?.to_string(),
+        Field::Str(s) => s.trim(),
+        Field::Json(n) => digits.format(n.as_u64()?),
         _ => return None,
     };
-    let printable = !text::any_byte(&id, |b| !b.is_ascii_graphic());
-    (!id.is_empty() && id.len() <= 64 && printable).then_some(id)
+    is_task_id(id).then(|| id.into())
+}
+
+fn is_task_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && !text::any_byte(id, |b| !b.is_ascii_graphic())
 }
 
 /// Consistency checks for restored state.
@@ -700,7 +704,7 @@ fn check_state(state: &State, config: &Config) -> Result<(), RestoreError> {
     if state.started_at.is_some_and(|start| start > state.now) {
         return invalid("started_at is after now");
     }
-    if state.task_id.as_ref().is_some_and(|id| task_id_of(&Field::Str(id.into())).as_ref() != Some(id)) {
+    if state.task_id.as_deref().is_some_and(|id| id.trim() != id || !is_task_id(id)) {
         return invalid("task_id is malformed");
     }
     match state.phase {

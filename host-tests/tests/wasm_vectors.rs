@@ -49,7 +49,7 @@ fn failure(f: wit::Failure) -> Failure {
         message: f.message,
         retry_after_ms: f.retry_after_ms,
         field: f.field,
-        task_id: f.task_id,
+        task_id: f.task_id.map(Into::into),
     }
 }
 
@@ -102,7 +102,7 @@ impl Wasm {
                 wit::Answer::Json(j) => captchaai_engine::Answer::Json(j),
             },
             user_agent: s.user_agent,
-            task_id: s.task_id,
+            task_id: s.task_id.map(Into::into),
             submitted_at: s.submitted_at,
             solved_at: s.solved_at,
             elapsed_ms: s.elapsed_ms,
