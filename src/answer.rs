@@ -4,6 +4,8 @@
 //! or in the plain-text forms peers document (`click:1/4/7`, `challenge:..,validate:..`). A
 //! structured answer that cannot be read is returned as text rather than dropped.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::outcome::Answer;
@@ -22,7 +24,7 @@ pub(crate) fn build(shape: AnswerShape, value: &Field<'_>) -> Answer {
             AnswerShape::Cells => json_cells(&json).map(cell_list).unwrap_or(json),
             _ => json,
         };
-        return Answer::Json(json.to_string());
+        return Answer::Json(json.to_string().into());
     }
     let structured = match shape {
         AnswerShape::Text => None,
@@ -32,7 +34,7 @@ pub(crate) fn build(shape: AnswerShape, value: &Field<'_>) -> Answer {
         }
     };
     match structured {
-        Some(json) => Answer::Json(json.to_string()),
+        Some(json) => Answer::Json(json.to_string().into()),
         None => Answer::Text(text(value)),
     }
 }
@@ -52,12 +54,12 @@ fn cell_list(cells: Vec<u64>) -> Value {
     Value::Array(cells.into_iter().map(Value::from).collect())
 }
 
-fn text(value: &Field<'_>) -> String {
+fn text(value: &Field<'_>) -> Arc<str> {
     match value {
-        Field::Str(s) => s.to_string(),
-        Field::Json(json) => json.to_string(),
-        Field::Bool(b) => b.to_string(),
-        Field::Null => "null".to_owned(),
+        Field::Str(s) => Arc::from(&**s),
+        Field::Json(json) => json.to_string().into(),
+        Field::Bool(b) => Arc::from(if *b { "true" } else { "false" }),
+        Field::Null => Arc::from("null"),
     }
 }
 

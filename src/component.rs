@@ -266,8 +266,8 @@ fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
 
 fn answer_to_wit(a: Answer) -> wit::Answer {
     match a {
-        Answer::Text(s) => wit::Answer::Text(s),
-        Answer::Json(s) => wit::Answer::Json(s),
+        Answer::Text(s) => wit::Answer::Text(s.to_string()),
+        Answer::Json(s) => wit::Answer::Json(s.to_string()),
     }
 }
 
@@ -288,8 +288,8 @@ fn solution_to_wit(s: Solution) -> wit::Solution {
 fn solution_from_wit(s: wit::Solution) -> Solution {
     Solution {
         answer: match s.answer {
-            wit::Answer::Text(t) => Answer::Text(t),
-            wit::Answer::Json(j) => Answer::Json(j),
+            wit::Answer::Text(t) => Answer::Text(t.into()),
+            wit::Answer::Json(j) => Answer::Json(j.into()),
         },
         user_agent: s.user_agent,
         task_id: s.task_id.map(Into::into),

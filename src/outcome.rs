@@ -124,14 +124,15 @@ enum ClientAnswer<'a> {
 /// A solved value: an opaque token or text, or a structured answer as compact JSON
 /// (grid and BLS cell lists, GeeTest and Lemin objects).
 ///
-/// As JSON: `{"text": "..."}` or `{"json": "..."}` (the structured answer as a string).
+/// As JSON: `{"text": "..."}` or `{"json": "..."}` (the structured answer as a string). The text
+/// is shared: the sticky terminal output hands out the same answer without copying it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Answer {
     /// A token or text, as the service sent it.
-    Text(String),
+    Text(Arc<str>),
     /// A structured answer, as compact JSON text.
-    Json(String),
+    Json(Arc<str>),
 }
 
 impl Answer {

@@ -357,7 +357,7 @@ fn any_json_object_or_array_answer_of_a_structured_type_is_json() {
             other => panic!("{other:?}"),
         }
     };
-    let json = |text: &str| captchaai_engine::Answer::Json(text.to_owned());
+    let json = |text: &str| captchaai_engine::Answer::Json(text.into());
     let geetest_v3 = format!(r#"{{"type":"geetest_v3","gt":"g","challenge":"c","pageurl":"{PAGE}"}}"#);
     let geetest_v4 = format!(r#"{{"type":"geetest_v4","captcha_id":"c","pageurl":"{PAGE}"}}"#);
     let lemin = format!(r#"{{"type":"lemin","captcha_id":"c","div_id":"d","pageurl":"{PAGE}"}}"#);

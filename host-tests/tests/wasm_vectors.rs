@@ -98,8 +98,8 @@ impl Wasm {
         let json = self.instance.solution_json(&s).expect("no trap");
         let native = Solution {
             answer: match s.answer {
-                wit::Answer::Text(t) => captchaai_engine::Answer::Text(t),
-                wit::Answer::Json(j) => captchaai_engine::Answer::Json(j),
+                wit::Answer::Text(t) => captchaai_engine::Answer::Text(t.into()),
+                wit::Answer::Json(j) => captchaai_engine::Answer::Json(j.into()),
             },
             user_agent: s.user_agent,
             task_id: s.task_id.map(Into::into),
