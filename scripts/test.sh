@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: format and lint (workspace, edge app, hello component), the builds (the engine
-# component must import nothing and fit 150 KiB), then the engine's unit/property/vector tests,
+# component must import nothing and fit 512 KiB), then the engine's unit/property/vector tests,
 # the .wasm in wasmtime, the emulator, end-to-end solves, the Spin host and the edge API.
 set -euo pipefail
 cd "$(dirname "$0")/.."

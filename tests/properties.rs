@@ -6,7 +6,7 @@
 mod common;
 
 use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError, registry};
-use common::{KEY, PAGE};
+use common::{KEY, PAGE, min_poll_gap};
 use proptest::prelude::*;
 
 /// What the upstream does with one request.
@@ -158,11 +158,11 @@ fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
                 assert!(!format!("{request:?}").contains(KEY), "key in Debug");
                 if request.kind == RequestKind::Poll {
                     let (previous, kind) = last_task_request.expect("a poll follows a submit");
-                    let min_gap = match kind {
-                        RequestKind::Poll => registry::MIN_POLL_INTERVAL_MS,
-                        _ => registry::MIN_FIRST_WAIT_MS,
-                    };
-                    assert!(*at >= previous + min_gap, "polled {} ms after the previous {kind:?}", at - previous);
+                    assert!(
+                        *at >= previous + min_poll_gap(kind),
+                        "polled {} ms after the previous {kind:?}",
+                        at - previous
+                    );
                 }
                 if matches!(request.kind, RequestKind::Poll | RequestKind::Submit) {
                     last_task_request = Some((*at, request.kind));

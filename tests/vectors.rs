@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::PathBuf;
 
-use captchaai_engine::registry;
+mod common;
+
+use captchaai_engine::RequestKind;
 use captchaai_vectors::{Native, Vector, replay};
 use serde_json::Value as Json;
 
@@ -77,11 +79,8 @@ fn check_invariants(vector: &Vector, transcript: &[Json]) -> Result<(), String> 
             if kind == Some("poll")
                 && let Some((previous, previous_kind)) = last_task_send
             {
-                let min_gap = match previous_kind {
-                    Some("poll") => registry::MIN_POLL_INTERVAL_MS,
-                    _ => registry::MIN_FIRST_WAIT_MS,
-                };
-                if at < previous + min_gap {
+                let previous_kind = if previous_kind == Some("poll") { RequestKind::Poll } else { RequestKind::Submit };
+                if at < previous + common::min_poll_gap(previous_kind) {
                     return Err(format!("polled {} ms after the previous request for the task", at - previous));
                 }
             }

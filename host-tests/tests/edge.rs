@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use host_tests::emulator::{Emulator, EmulatorConfig, Fault};
 use host_tests::serve::{KvBackend, ServeConfig, Server};
+use support::edge_client::{LONG_POLL_S, sleep_until_worth_polling};
 use support::openapi::OpenApi;
 use support::spin::SpinUp;
 
@@ -155,16 +156,14 @@ impl Stack {
     /// Posts, then long-polls until the solve ends, as a client should: a 202 that came at once
     /// because nothing is due within the long poll is followed by a sleep until the next poll is.
     async fn solve(&self, task: &Value) -> Reply {
-        const WAIT_S: u64 = 25;
-        let mut reply = self.post(task, WAIT_S).await;
+        let mut reply = self.post(task, LONG_POLL_S).await;
         for _ in 0..20 {
             if reply.status != 202 {
                 return reply;
             }
             let id = reply.body["id"].as_str().unwrap().to_owned();
-            let retry_after = reply.body["retry_after_s"].as_u64().unwrap_or(0);
-            tokio::time::sleep(Duration::from_secs(retry_after.saturating_sub(WAIT_S))).await;
-            reply = self.get(&id, WAIT_S).await;
+            sleep_until_worth_polling(&reply.body).await;
+            reply = self.get(&id, LONG_POLL_S).await;
         }
         panic!("no answer after 20 long polls");
     }

@@ -52,18 +52,27 @@ impl Clients {
     /// that came at once because nothing is due within the long poll is followed by a sleep
     /// until the next poll is.
     pub async fn collect(&self, bases: &[String], id: &str) -> Reply {
-        const WAIT_S: u64 = 25;
         for attempt in 0..30 {
-            let path = format!("/v1/solve/{id}?wait={WAIT_S}");
+            let path = format!("/v1/solve/{id}?wait={LONG_POLL_S}");
             let reply = self.call(&bases[attempt % bases.len()], "GET", &path, None).await;
             if reply.status != 202 {
                 return reply;
             }
-            let retry_after = reply.body["retry_after_s"].as_u64().unwrap_or(0);
-            tokio::time::sleep(Duration::from_secs(retry_after.saturating_sub(WAIT_S))).await;
+            sleep_until_worth_polling(&reply.body).await;
         }
         panic!("solve {id} still pending after 30 long polls");
     }
+}
+
+/// The long poll the test clients ask for (`?wait=`, the edge's maximum).
+pub const LONG_POLL_S: u64 = 25;
+
+/// After a 202 to a long poll of [`LONG_POLL_S`]: sleeps what is left until the next upstream
+/// poll (`retry_after_s`) beyond the next long poll's own wait, so a 202 that came at once
+/// (nothing due within the long poll) is not followed by a burst of polls.
+pub async fn sleep_until_worth_polling(pending: &Value) {
+    let retry_after = pending["retry_after_s"].as_u64().unwrap_or(0);
+    tokio::time::sleep(Duration::from_secs(retry_after.saturating_sub(LONG_POLL_S))).await;
 }
 
 /// A base64 PNG-signed image of about `bytes` bytes, distinct per `seed`.
