@@ -318,8 +318,8 @@ impl Task {
                     format!("`{field}`: `{base}` is set by the engine and cannot be overridden"),
                 ));
             }
-            let name_ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
-            if name.is_empty() || name.len() > MAX_EXTRA_NAME_BYTES || !name.bytes().all(name_ok) {
+            // Names go into the form unescaped (`FormWriter::push`): only these characters.
+            if name.is_empty() || name.len() > MAX_EXTRA_NAME_BYTES || !crate::http::is_plain_name(name) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: parameter names must be 1-64 ASCII letters, digits, `_` or `-`"),
