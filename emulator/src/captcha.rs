@@ -5,8 +5,8 @@ use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use bytes::Bytes;
 
-use super::config::CaptchaKind;
-use super::rng::{ALNUM, B64URL, HEX, SplitMix64};
+use super::rng::{Draw as _, SplitMix64};
+use super::vocab::CaptchaKind;
 
 /// Error codes the emulator replies.
 pub mod codes {
@@ -121,6 +121,15 @@ pub(crate) enum AnswerSpec {
     Bls,
 }
 
+const HEX: &[u8] = b"0123456789abcdef";
+const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// `n` characters drawn uniformly from `alphabet` (ASCII).
+fn chars(rng: &mut SplitMix64, alphabet: &[u8], n: usize) -> String {
+    (0..n).map(|_| alphabet[rng.range(0, alphabet.len() as u64 - 1) as usize] as char).collect()
+}
+
 fn unix_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -144,43 +153,43 @@ impl AnswerSpec {
         match self {
             AnswerSpec::Recaptcha => {
                 let n = rng.range(520, 620) as usize;
-                format!("03AFcWeA{}", rng.chars(B64URL, n))
+                format!("03AFcWeA{}", chars(rng, B64URL, n))
             }
             AnswerSpec::Turnstile => {
                 let n = rng.range(300, 420) as usize;
-                format!("0.{}.{}", rng.chars(B64URL, n), rng.chars(HEX, 64))
+                format!("0.{}.{}", chars(rng, B64URL, n), chars(rng, HEX, 64))
             }
             AnswerSpec::CfClearance => {
-                let tail = rng.chars(ALNUM, 150);
-                format!("{}-{}-1.2.1.1-{}", rng.chars(B64URL, 43), unix_secs(), tail)
+                let tail = chars(rng, ALNUM, 150);
+                format!("{}-{}-1.2.1.1-{}", chars(rng, B64URL, 43), unix_secs(), tail)
             }
             AnswerSpec::GeetestV3 { challenge } => serde_json::json!({
-                "challenge": format!("{challenge}{}", rng.chars(HEX, 2)),
-                "validate": rng.chars(HEX, 32),
-                "seccode": format!("{}|jordan", rng.chars(HEX, 32)),
+                "challenge": format!("{challenge}{}", chars(rng, HEX, 2)),
+                "validate": chars(rng, HEX, 32),
+                "seccode": format!("{}|jordan", chars(rng, HEX, 32)),
             })
             .to_string(),
             AnswerSpec::GeetestV4 { captcha_id } => serde_json::json!({
                 "captcha_id": captcha_id,
-                "lot_number": rng.chars(HEX, 32),
-                "pass_token": rng.chars(HEX, 64),
+                "lot_number": chars(rng, HEX, 32),
+                "pass_token": chars(rng, HEX, 64),
                 "gen_time": unix_secs().to_string(),
-                "captcha_output": rng.chars(B64URL, 200),
+                "captcha_output": chars(rng, B64URL, 200),
             })
             .to_string(),
-            AnswerSpec::CaptchaFox => format!("cfox.{}", rng.chars(B64URL, 180)),
+            AnswerSpec::CaptchaFox => format!("cfox.{}", chars(rng, B64URL, 180)),
             AnswerSpec::Friendly => format!(
                 "{}.{}.{}.{}",
-                rng.chars(HEX, 32),
-                rng.chars(ALNUM, 120),
-                rng.chars(ALNUM, 64),
-                rng.chars(ALNUM, 8)
+                chars(rng, HEX, 32),
+                chars(rng, ALNUM, 120),
+                chars(rng, ALNUM, 64),
+                chars(rng, ALNUM, 8)
             ),
             AnswerSpec::Lemin => serde_json::json!({
-                "answer": format!("0x{}", rng.chars(b"ak0x", 40)),
+                "answer": format!("0x{}", chars(rng, b"ak0x", 40)),
                 "challenge_uuid": format!(
                     "{}-{}-4{}-a{}-{}",
-                    rng.chars(HEX, 8), rng.chars(HEX, 4), rng.chars(HEX, 3), rng.chars(HEX, 3), rng.chars(HEX, 12)
+                    chars(rng, HEX, 8), chars(rng, HEX, 4), chars(rng, HEX, 3), chars(rng, HEX, 3), chars(rng, HEX, 12)
                 ),
             })
             .to_string(),
@@ -208,7 +217,7 @@ impl AnswerSpec {
                             }
                         }
                     };
-                    rng.chars(alphabet, n.max(1))
+                    chars(rng, alphabet, n.max(1))
                 };
                 if *phrase && len >= 3 {
                     let first = len / 2;
@@ -640,6 +649,7 @@ fn bls(p: &Params) -> Result<TaskSpec, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand_core::SeedableRng as _;
 
     fn params(pairs: &[(&str, &str)]) -> Params {
         Params {
@@ -678,7 +688,7 @@ mod tests {
 
     #[test]
     fn text_answers_follow_constraints() {
-        let mut rng = SplitMix64::new(3);
+        let mut rng = SplitMix64::seed_from_u64(3);
         for _ in 0..50 {
             let a = AnswerSpec::Text { charset: Charset::Digits, min: 5, max: 5, phrase: false, calc: false }
                 .generate(&mut rng);

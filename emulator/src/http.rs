@@ -19,7 +19,8 @@ use super::captcha::{Params, Value, codes};
 use super::config::{Account, Fault, Faults};
 use super::log::{RecordedRequest, Redactor};
 use super::protocol::{self, Reply, SyncSolve};
-use super::state::{State, key_well_formed};
+use super::state::State;
+use super::vocab::key_well_formed;
 
 /// Largest request body accepted (larger gets nginx's 413 page).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;

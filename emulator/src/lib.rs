@@ -67,6 +67,7 @@ pub mod net;
 mod protocol;
 mod rng;
 pub(crate) mod state;
+mod vocab;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -79,10 +80,11 @@ use tokio::task::JoinHandle;
 
 pub use captcha::codes;
 pub use captcha::{DEFAULT_USER_AGENT, MAX_BLS_SIDE, MAX_IMAGE_BYTES, MIN_IMAGE_BYTES};
-pub use config::{Account, BusyThreads, CaptchaKind, EmulatorConfig, Fault, Faults, NoPlan, SolveTime, UnknownMethod};
+pub use config::{Account, BusyThreads, EmulatorConfig, Fault, Faults, NoPlan, UnknownMethod};
 pub use http::MAX_BODY_BYTES;
 pub use log::{REDACTED, RecordedRequest};
-pub use state::{Stats, TaskInfo, TaskState, ThreadsInfo, key_well_formed};
+pub use state::{Stats, TaskInfo, TaskState, ThreadsInfo};
+pub use vocab::{CaptchaKind, SolveTime, key_well_formed};
 
 use http::Shared;
 use state::State;

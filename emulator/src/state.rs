@@ -9,18 +9,14 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::captcha::{TaskSpec, codes};
-use super::config::{Account, BusyThreads, CaptchaKind, EmulatorConfig, Fault, Faults, NoPlan};
+use super::config::{Account, BusyThreads, EmulatorConfig, Fault, Faults, NoPlan};
 use super::log::RecordedRequest;
-use super::rng::SplitMix64;
+use super::rng::{self, Draw as _, SplitMix64};
+use super::vocab::{CaptchaKind, key_well_formed};
 
 const STREAM_TASK: u64 = 1;
 const STREAM_IDS: u64 = 2;
 const STREAM_FAULTS: u64 = 3;
-
-/// True when `key` has the shape of a CaptchaAI key (32 ASCII letters/digits).
-pub fn key_well_formed(key: &str) -> bool {
-    key.len() == 32 && key.bytes().all(|b| b.is_ascii_alphanumeric())
-}
 
 /// An account's thread picture, as threadsinfo reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,12 +171,12 @@ impl State {
             tasks: HashMap::new(),
             busy_heap: BinaryHeap::new(),
             expire_heap: BinaryHeap::new(),
-            next_id: 73_000_000_000 + SplitMix64::derived(cfg.seed, STREAM_IDS, 0).range(0, 999_999_999),
-            id_rng: SplitMix64::derived(cfg.seed, STREAM_IDS, 1),
+            next_id: 73_000_000_000 + rng::stream(cfg.seed, STREAM_IDS, 0).range(0, 999_999_999),
+            id_rng: rng::stream(cfg.seed, STREAM_IDS, 1),
             clients: HashMap::new(),
             faults: cfg.faults,
             forced: VecDeque::new(),
-            fault_rng: SplitMix64::derived(cfg.seed, STREAM_FAULTS, 0),
+            fault_rng: rng::stream(cfg.seed, STREAM_FAULTS, 0),
             log: VecDeque::new(),
             next_seq: 0,
             stats: Stats::default(),
@@ -349,7 +345,7 @@ impl State {
         };
         let id = self.next_id;
         self.next_id += self.id_rng.range(1, 37);
-        let mut rng = SplitMix64::derived(self.seed, STREAM_TASK, id);
+        let mut rng = rng::stream(self.seed, STREAM_TASK, id);
         let solve_ms = self.draw_solve_ms(spec.kind, &mut rng);
         let unsolvable =
             spec.sitekey.as_ref().is_some_and(|k| self.unsolvable.contains(k)) || rng.chance(self.cfg.unsolvable_rate);
@@ -392,7 +388,7 @@ impl State {
     pub(crate) fn sync_acquire(&mut self, acct: usize, spec: &TaskSpec) -> Result<(u64, String), &'static str> {
         self.capacity(acct)?;
         let n = self.stats.sync_solves;
-        let mut rng = SplitMix64::derived(self.seed, STREAM_TASK ^ 0xABCD, n);
+        let mut rng = rng::stream(self.seed, STREAM_TASK ^ 0xABCD, n);
         let ms = self.draw_solve_ms(spec.kind, &mut rng);
         let answer = spec.answer.generate(&mut rng);
         self.accounts[acct].sync_busy += 1;
@@ -436,7 +432,7 @@ impl State {
             return Some(f);
         }
         let f = self.faults;
-        let u = self.fault_rng.next_f64();
+        let u = self.fault_rng.unit();
         let mut edge = f.drop_rate;
         if u < edge {
             return Some(Fault::Drop);
