@@ -1,4 +1,5 @@
-"""Loading the engine component: compiled once per process, one Store per instance."""
+"""Loading the engine component: compiled once per process, one Store per instance, and a
+process-wide instance for the stateless functions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import wasmtime
 from wasmtime.component import Component, Linker
 
 from . import _wit
+from .errors import EngineTrap
 
 WIT_PACKAGE = "captchaai:engine"
 WIT_VERSION = "0.2.0"
@@ -99,18 +101,32 @@ class Loaded:
 
 
 class Instance:
-    """One instance of the component in its own Store. Not thread-safe: callers serialize."""
+    """One instance of the component in its own Store. Not thread-safe: callers serialize. A trap
+    leaves it unusable: that call and every later one raise :class:`EngineTrap`."""
 
     def __init__(self, store: wasmtime.Store, funcs: Dict[str, Tuple[Any, _wit.Signature]]) -> None:
         self.store = store
         self._funcs = funcs
+        self.trapped = False
 
     def call(self, name: str, *args: Any) -> Any:
+        if self.trapped:
+            raise EngineTrap("this engine instance trapped earlier and cannot be used")
         func, signature = self._funcs[name]
-        return _wit.call(self.store, func, signature, args)
+        try:
+            return _wit.call(self.store, func, signature, args)
+        except wasmtime.WasmtimeError as trap:
+            self.trapped = True
+            raise EngineTrap(f"the engine trapped in {name}: {trap}") from None
 
     def drop(self, resource: Any) -> None:
-        resource.drop(self.store)
+        """Frees a resource; nothing to free once the instance trapped."""
+        if self.trapped:
+            return
+        try:
+            resource.drop(self.store)
+        except wasmtime.WasmtimeError:
+            self.trapped = True
 
 
 _loaded: Optional[Loaded] = None
@@ -125,3 +141,16 @@ def load() -> Loaded:
             if _loaded is None:
                 _loaded = Loaded(wasm_path())
     return _loaded
+
+
+_shared: Optional[Instance] = None
+_shared_lock = threading.Lock()
+
+
+def call_shared(name: str, *args: Any) -> Any:
+    """A stateless engine function on a process-wide instance (replaced if it ever trapped)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared.trapped:
+            _shared = load().instantiate()
+        return _shared.call(name, *args)

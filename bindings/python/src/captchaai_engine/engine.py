@@ -8,14 +8,11 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
-from wasmtime import WasmtimeError
-
 from . import _component
-from .errors import EngineMisuse, EngineTrap, Failure, FailureClass, FailureOrigin, SnapshotError
+from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError
 from .tasks import Task, task_json, task_type
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
 
@@ -106,19 +103,17 @@ class Engine:
 
     def __init__(self) -> None:
         self._instance = _component.load().instantiate()
-        self.trapped = False
 
     def __repr__(self) -> str:
         return f"Engine(trapped={self.trapped})"
 
+    @property
+    def trapped(self) -> bool:
+        """Whether this instance trapped: every later call raises :class:`EngineTrap`."""
+        return self._instance.trapped
+
     def _call(self, name: str, *args: Any) -> Any:
-        if self.trapped:
-            raise EngineTrap("this engine instance trapped earlier and cannot be used")
-        try:
-            return self._instance.call(name, *args)
-        except WasmtimeError as trap:
-            self.trapped = True
-            raise EngineTrap(f"the engine trapped in {name}: {trap}") from None
+        return self._instance.call(name, *args)
 
     def _output(self, result: Any, handle: SolveHandle) -> Output:
         tag, value = result
@@ -205,11 +200,8 @@ class Engine:
     def drop(self, handle: SolveHandle) -> None:
         """Frees a solve (its handle is unusable afterwards)."""
         resource, handle._resource = handle._resource, None
-        if resource is not None and handle._engine is self and not self.trapped:
-            try:
-                self._instance.drop(resource)
-            except WasmtimeError:
-                self.trapped = True
+        if resource is not None and handle._engine is self:
+            self._instance.drop(resource)
 
     def _own(self, handle: SolveHandle) -> Any:
         if not isinstance(handle, SolveHandle):
@@ -262,16 +254,3 @@ def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise TypeError(f"the API key must be a str, not {type(key).__name__}")
     return key
-
-
-_shared: Optional[Engine] = None
-_shared_lock = threading.Lock()
-
-
-def _shared_call(name: str, *args: Any) -> Any:
-    """A stateless engine function on a process-wide instance (replaced if it ever trapped)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or _shared.trapped:
-            _shared = Engine()
-        return _shared._call(name, *args)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Dict, Mapping, Optional, Union
 
+from ._component import call_shared
+
 _U64 = 0xFFFF_FFFF_FFFF_FFFF
 _U32 = 0xFFFF_FFFF
 
@@ -160,11 +162,9 @@ class Solution:
         """Whether the answer may still be used at ``now`` (epoch seconds, default the current
         time): no older than ``max_age`` seconds (None: no age limit) and not past
         ``expires_at``. Decided by the engine's ``is-fresh``."""
-        from .engine import _shared_call
-
         now_ms = int(round((time.time() if now is None else now) * 1000))
         max_age_ms = _U64 if max_age is None else int(round(max_age * 1000))
-        return bool(_shared_call("is-fresh", self._to_wit(), max(now_ms, 0), max(0, min(max_age_ms, _U64))))
+        return bool(call_shared("is-fresh", self._to_wit(), max(now_ms, 0), max(0, min(max_age_ms, _U64))))
 
     def to_dict(self) -> Dict[str, Any]:
         """The engine's client JSON form: ``{"answer", "user_agent", "task_id", "submitted_at",
