@@ -24,8 +24,8 @@ echo "bindings/python: installing ./bindings/python and the test dependencies"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]"
 cd "$here"
 echo "bindings/python: pytest"
-# The framework integrations (tests/integrations) have their own environments and runner.
-"$venv/bin/python" -m pytest -p no:cacheprovider -v --ignore=tests/integrations "$@"
+# tests/conftest.py leaves out tests/integrations: integrations.sh runs them in their own venvs.
+"$venv/bin/python" -m pytest -p no:cacheprovider -v "$@"
 if [[ "${BENCH:-0}" == "1" ]]; then
     "$venv/bin/python" benches/overhead.py
 fi

@@ -5,11 +5,13 @@ from pathlib import Path
 
 import pytest
 
+import required
+
 HOOK = Path(__file__).resolve().parents[1] / "hatch_build.py"
 
 
 def load_hook():
-    pytest.importorskip("hatchling")
+    required.module("hatchling", "pip install 'hatchling>=1.21' (bindings/python/test.sh installs the [test] extra)")
     spec = importlib.util.spec_from_file_location("hatch_build", HOOK)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -14,6 +14,7 @@ import pytest
 import captchaai_engine
 from captchaai_engine import AsyncSolver, Clock, Config, Engine, PermanentError, Solver, TurnstileTask
 
+import required
 from conftest import KEY, ROOT, TIME_SCALE
 
 PAGE = "https://portal.example.com/export"
@@ -118,6 +119,7 @@ def test_the_key_is_in_no_snapshot_repr_or_exception(emulator):
 def test_the_package_ships_the_built_component():
     shipped = importlib.resources.files(captchaai_engine).joinpath("captchaai_engine.wasm")
     built = Path(os.environ.get("CAPTCHAAI_ENGINE_WASM") or ROOT / "target" / "component" / "captchaai_engine.wasm")
+    required.file("the engine component", built, "build it with `cargo xtask component`")
     assert shipped.is_file(), "the installed package has no captchaai_engine.wasm"
     assert shipped.read_bytes() == built.read_bytes(), f"the shipped component differs from {built}"
     assert captchaai_engine._component.wasm_path().resolve() == Path(str(shipped)).resolve()

@@ -3,7 +3,8 @@ fixture (``start_emulator`` in tests/conftest.py: ``$CAPTCHAAI_EMULATOR`` or
 target/release/captchaai-emulator on a free loopback port, stopped at teardown).
 
 Each framework's test runs in that framework's virtual environment (bindings/python/
-integrations.sh); in any other environment its module is skipped by ``importorskip``.
+integrations.sh names its file); the main run (test.sh) does not collect this folder. Without its
+framework a module fails under ``CI=true`` and is skipped elsewhere (``required.module``).
 """
 
 from __future__ import annotations

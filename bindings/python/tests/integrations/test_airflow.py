@@ -10,13 +10,16 @@ import tempfile
 
 import pytest
 
+import required
+
 # Airflow reads its home and database when first imported: a throwaway one for this module.
 _HOME = tempfile.mkdtemp(prefix="airflow-home-")
 os.environ["AIRFLOW_HOME"] = _HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_HOME}/airflow.db"
 
-pytest.importorskip("airflow.sdk", reason="Airflow tests run in target/venv-airflow (integrations.sh)")
+INSTALL = "run `bindings/python/integrations.sh airflow` (it makes target/venv-airflow and runs this file there)"
+required.module("airflow.sdk", INSTALL)
 
 from airflow.sdk import DAG  # noqa: E402
 from airflow.sdk.exceptions import AirflowException, AirflowFailException  # noqa: E402

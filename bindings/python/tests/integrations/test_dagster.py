@@ -7,7 +7,10 @@ import concurrent.futures as cf
 
 import pytest
 
-dg = pytest.importorskip("dagster", reason="Dagster tests run in target/venv-dagster (integrations.sh)")
+import required
+
+INSTALL = "run `bindings/python/integrations.sh dagster` (it makes target/venv-dagster and runs this file there)"
+dg = required.module("dagster", INSTALL)
 
 from captchaai_engine import UnsolvableError  # noqa: E402
 from captchaai_engine.integrations.dagster import (  # noqa: E402

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mage_ai", reason="Mage tests run in target/venv-mage (integrations.sh)")
+import required
+
+INSTALL = "run `bindings/python/integrations.sh mage` (it makes target/venv-mage and runs this file there)"
+required.module("mage_ai", INSTALL)
 
 from captchaai_engine.integrations.mage import write_data_loader  # noqa: E402
 from emulated import KEY, UNKNOWN_KEY, recaptcha_task, turnstile_task  # noqa: E402

@@ -11,10 +11,13 @@ import tempfile
 
 import pytest
 
+import required
+
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="prefect-home-")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-pytest.importorskip("prefect", reason="Prefect tests run in target/venv-prefect (integrations.sh)")
+INSTALL = "run `bindings/python/integrations.sh prefect` (it makes target/venv-prefect and runs this file there)"
+required.module("prefect", INSTALL)
 
 from prefect import flow  # noqa: E402
 from prefect.blocks.system import Secret  # noqa: E402
