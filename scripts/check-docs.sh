@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every quick start in README.md and docs/*.md against the CaptchaAI emulator and fails,
+# naming the block by file and line, if one breaks. The rules (which blocks run, how) are in
+# scripts/check-docs.py and docs/testing.md ("The docs check").
+#
+#   scripts/check-docs.sh            # every block of README.md and docs/*.md
+#   scripts/check-docs.sh --list     # what would run, and what is unchecked and why
+#   scripts/check-docs.sh FILE...    # only these Markdown files (paths in blocks stay relative
+#                                    # to the repository root)
+#
+# Needs, built first: target/release/captchaai-emulator and target/release/captchaai
+# (`cargo build --release -p captchaai-emulator`, `cargo xtask component && cargo build --release
+# -p captchaai`), python3 with venv, node 20+ and npm, curl, and network access for pip and npm
+# (the README's install blocks run). scripts/run.sh builds the rest when the edge block runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec python3 scripts/check-docs.py "$@"
