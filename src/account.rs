@@ -6,10 +6,11 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 use crate::codes::{self, Class};
-use crate::config::{Config, endpoint_url, normalise_base_url};
+use crate::config::{Config, REQUEST_TIMEOUT_MS, endpoint_url, normalise_base_url};
 use crate::error::{ValidationError, invalid_config};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::Failure;
+use crate::registry::ACCOUNT_ANSWER_FROM;
 use crate::reply::{self, Field, Reply};
 
 /// The plan's thread cap and how many threads are busy now.
@@ -45,9 +46,7 @@ fn account_request(
     action: &str,
 ) -> Result<HttpRequest, ValidationError> {
     let base = normalise_base_url(&config.base_url)?;
-    if !(1_000..=120_000).contains(&config.request_timeout_ms) {
-        return Err(invalid_config("request_timeout_ms", "request_timeout_ms must be from 1000 to 120000"));
-    }
+    REQUEST_TIMEOUT_MS.check(config.request_timeout_ms)?;
     let body = http::FormWriter::new(key, 32).pair("action", action).finish();
     Ok(HttpRequest::form(0, kind, 0, endpoint_url(base, "/res.php"), body, config.request_timeout_ms))
 }
@@ -83,19 +82,16 @@ pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }
-    match reply::parse(status, &text) {
-        Reply::Ok { value, .. } => {
-            let number = match &value {
-                Field::Str(s) => crate::text::number(s),
-                Field::Json(n) => n.as_f64(),
-                _ => None,
-            };
-            number
-                .filter(|n: &f64| n.is_finite())
-                .ok_or_else(|| reply_failure(Reply::Ok { value, user_agent: None }, "getbalance"))
-        }
-        other => Err(reply_failure(other, "getbalance")),
-    }
+    let reply = reply::parse(status, &text);
+    let number = match &reply {
+        Reply::Ok { values, .. } => match values.get(ACCOUNT_ANSWER_FROM) {
+            Some(Field::Str(s)) => crate::text::number(s),
+            Some(Field::Json(n)) => n.as_f64(),
+            _ => None,
+        },
+        _ => None,
+    };
+    number.filter(|n| n.is_finite()).ok_or_else(|| reply_failure(reply, "getbalance"))
 }
 
 fn reply_failure(reply: Reply, action: &str) -> Failure {
@@ -113,6 +109,7 @@ fn reply_failure(reply: Reply, action: &str) -> Failure {
     };
     Failure {
         code,
+        // Not a row: "unsolvable" is about a captcha, and no fresh task can answer an account call.
         class: if info.class == Class::Unsolvable { Class::Permanent } else { info.class },
         message: format!("{action}: {what}"),
         retry_after_ms: info.retry_after_ms,

@@ -4,9 +4,10 @@
 use std::cell::RefCell;
 
 use crate::account::{self, Admission, ThreadGate};
-use crate::codes::Origin;
 use crate::config::ConfigJson;
-use crate::{Answer, ApiKey, Body, Class, Config, Failure, Misuse, Output, RequestKind, RestoreError, Solution};
+use crate::{
+    Answer, ApiKey, Body, Class, Config, Failure, Misuse, Origin, Output, RequestKind, RestoreError, Solution,
+};
 use crate::{HttpRequest, Solve, TransportError};
 
 wit_bindgen::generate!({

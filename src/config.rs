@@ -6,10 +6,66 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes;
 use crate::error::{ValidationError, invalid_config};
-use crate::registry::{MIN_FIRST_WAIT_MS, MIN_POLL_INTERVAL_MS, TypeSpec};
+use crate::registry::TypeSpec;
+
+/// The range a numeric config field may take, listed by [`Config::limits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// The field's name in config JSON (and the WIT `config` record).
+    pub field: &'static str,
+    /// The smallest value allowed.
+    pub min: u64,
+    /// The largest value allowed.
+    pub max: u64,
+}
+
+impl Limit {
+    const fn new(field: &'static str, min: u64, max: u64) -> Limit {
+        Limit { field, min, max }
+    }
+
+    /// Checks `value` against the range; the error names the field.
+    pub(crate) fn check(&self, value: u64) -> Result<(), ValidationError> {
+        if (self.min..=self.max).contains(&value) { Ok(()) } else { Err(self.out_of_range(value)) }
+    }
+
+    #[cold]
+    fn out_of_range(&self, value: u64) -> ValidationError {
+        let Limit { field, min, max } = *self;
+        invalid_config(field, format!("{field} must be from {min} to {max} (got {value})"))
+    }
+}
+
+/// Per-request timeout: 1 s to 120 s (the account requests check it too).
+pub(crate) const REQUEST_TIMEOUT_MS: Limit = Limit::new("request_timeout_ms", 1_000, 120_000);
+/// Deadline: 10 s to 1 h.
+const DEADLINE_MS: Limit = Limit::new("deadline_ms", 10_000, 3_600_000);
+/// The first wait: at least 1 s, the official SDK's first wait for images (the docs' guide says
+/// 5 s; no source says the service refuses an earlier poll, which is unconfirmed either way: a
+/// too-early poll costs one `CAPCHA_NOT_READY`).
+pub(crate) const INITIAL_WAIT_MS: Limit = Limit::new("initial_wait_ms", 1_000, 300_000);
+/// Between polls: the service is never polled faster than every 5 s, whatever a task or config
+/// asks.
+pub(crate) const POLL_INTERVAL_MS: Limit = Limit::new("poll_interval_ms", 5_000, 120_000);
+const MAX_SUBMIT_RETRIES: Limit = Limit::new("max_submit_retries", 0, 10);
+const MAX_POLL_ERRORS: Limit = Limit::new("max_poll_errors", 1, 100);
+const UNSOLVABLE_RETRIES: Limit = Limit::new("unsolvable_retries", 0, 5);
+const MAX_JITTER_MS: Limit = Limit::new("max_jitter_ms", 0, 10_000);
+
+/// Every bounded field, in the order a config is checked: the one place the ranges are written.
+const LIMITS: &[Limit] = &[
+    REQUEST_TIMEOUT_MS,
+    MAX_SUBMIT_RETRIES,
+    MAX_POLL_ERRORS,
+    UNSOLVABLE_RETRIES,
+    MAX_JITTER_MS,
+    INITIAL_WAIT_MS,
+    POLL_INTERVAL_MS,
+    DEADLINE_MS,
+];
 
 /// The service's address unless a config says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://ocr.captchaai.com";
 
 /// The URL of `path` (`/in.php`, `/solve.php` or `/res.php`) under a normalised `base_url`.
 /// The default base URL's three are built once per process and shared: four allocations and
@@ -130,6 +186,12 @@ pub(crate) struct Timings {
 }
 
 impl Config {
+    /// The range of every bounded numeric field (the timings' ranges apply to a type's defaults
+    /// too; `deadline_ms` must also exceed the first wait).
+    pub fn limits() -> &'static [Limit] {
+        LIMITS
+    }
+
     /// Parses config JSON: an object with any of the fields by name (unknown fields are
     /// rejected; missing or null ones take defaults). Values are checked when a solve starts.
     pub fn from_json(json: &str) -> Result<Config, ValidationError> {
@@ -145,17 +207,17 @@ impl Config {
             same if same.len() == self.base_url.len() => self.base_url.clone(),
             trimmed => trimmed.into(),
         };
-        in_range("request_timeout_ms", self.request_timeout_ms, 1_000, 120_000)?;
-        in_range("max_submit_retries", self.max_submit_retries.into(), 0, 10)?;
-        in_range("max_poll_errors", self.max_poll_errors.into(), 1, 100)?;
-        in_range("unsolvable_retries", self.unsolvable_retries.into(), 0, 5)?;
-        in_range("max_jitter_ms", self.max_jitter_ms, 0, 10_000)?;
+        REQUEST_TIMEOUT_MS.check(self.request_timeout_ms)?;
+        MAX_SUBMIT_RETRIES.check(self.max_submit_retries.into())?;
+        MAX_POLL_ERRORS.check(self.max_poll_errors.into())?;
+        UNSOLVABLE_RETRIES.check(self.unsolvable_retries.into())?;
+        MAX_JITTER_MS.check(self.max_jitter_ms)?;
         let initial_wait_ms = self.initial_wait_ms.unwrap_or(spec.initial_wait_ms);
-        in_range("initial_wait_ms", initial_wait_ms, MIN_FIRST_WAIT_MS, 300_000)?;
+        INITIAL_WAIT_MS.check(initial_wait_ms)?;
         let poll_interval_ms = self.poll_interval_ms.unwrap_or(spec.poll_interval_ms);
-        in_range("poll_interval_ms", poll_interval_ms, MIN_POLL_INTERVAL_MS, 120_000)?;
+        POLL_INTERVAL_MS.check(poll_interval_ms)?;
         let deadline_ms = self.deadline_ms.unwrap_or(spec.deadline_ms);
-        in_range("deadline_ms", deadline_ms, 10_000, 3_600_000)?;
+        DEADLINE_MS.check(deadline_ms)?;
         if deadline_ms <= initial_wait_ms {
             return Err(invalid_config(
                 "deadline_ms",
@@ -179,15 +241,6 @@ impl Config {
         };
         Ok((config, Timings { initial_wait_ms, poll_interval_ms, deadline_ms }))
     }
-}
-
-fn in_range(field: &str, value: u64, min: u64, max: u64) -> Result<(), ValidationError> {
-    if (min..=max).contains(&value) { Ok(()) } else { Err(out_of_range(field, value, min, max)) }
-}
-
-#[cold]
-fn out_of_range(field: &str, value: u64, min: u64, max: u64) -> ValidationError {
-    invalid_config(field, format!("{field} must be from {min} to {max} (got {value})"))
 }
 
 /// Checks `http(s)://host[:port][/path]` and drops trailing slashes. The default URL is taken

@@ -1,5 +1,5 @@
-//! Errors that are not solve outcomes: invalid input caught before anything is sent, host
-//! misuse, and snapshots that cannot be restored.
+//! Errors that are not solve outcomes: invalid input caught before anything is sent, and host
+//! misuse. (A snapshot that cannot be restored is [`crate::RestoreError`], beside its format.)
 
 use thiserror::Error;
 
@@ -21,7 +21,7 @@ pub struct ValidationError {
 
 impl ValidationError {
     /// An error with this code (`INVALID_TASK`...), field and message.
-    pub fn new(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
         ValidationError { code, field, message: message.into() }
     }
 
@@ -91,43 +91,17 @@ impl Misuse {
     }
 }
 
-/// Why a snapshot could not be restored.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum RestoreError {
-    /// The text is not JSON.
-    #[error("snapshot is not valid JSON: {0}")]
-    Malformed(String),
-    /// The JSON ends early (a truncated snapshot).
-    #[error("snapshot is truncated")]
-    Truncated,
-    /// Valid JSON, but not a snapshot of this engine.
-    #[error("not a captchaai-engine snapshot")]
-    Foreign,
-    /// A snapshot of another format version.
-    #[error("snapshot version {0} is not supported (this engine reads version {current})", current = crate::snapshot::VERSION)]
-    UnsupportedVersion(u64),
-    /// Our format, but its content is inconsistent or fails validation.
-    #[error("snapshot is invalid: {0}")]
-    Invalid(String),
-    /// The key supplied with the snapshot is malformed.
-    #[error("{0}")]
-    Key(ValidationError),
-}
-
-impl RestoreError {
-    /// A stable snake_case name (used by the WIT interface).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            RestoreError::Malformed(_) => "malformed",
-            RestoreError::Truncated => "truncated",
-            RestoreError::Foreign => "foreign",
-            RestoreError::UnsupportedVersion(_) => "unsupported_version",
-            RestoreError::Invalid(_) => "invalid",
-            RestoreError::Key(_) => "invalid_key",
-        }
-    }
-}
-
+/// A config field that failed validation.
 pub(crate) fn invalid_config(field: &str, message: impl Into<String>) -> ValidationError {
     ValidationError::new(codes::INVALID_CONFIG, Some(field.to_owned()), message)
+}
+
+/// A task field that failed validation.
+pub(crate) fn invalid_task(field: impl Into<String>, message: impl Into<String>) -> ValidationError {
+    ValidationError::new(codes::INVALID_TASK, Some(field.into()), message)
+}
+
+/// "`field` <rule>", e.g. `field_must("pageurl", "must not be empty")`.
+pub(crate) fn field_must(field: &str, rule: &str) -> ValidationError {
+    invalid_task(field, format!("`{field}` {rule}"))
 }

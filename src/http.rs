@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::codes;
 use crate::error::ValidationError;
-use crate::task::Image;
+use crate::image::Image;
+use crate::registry::MULTIPART_FILE_PARAM;
 
 /// A CaptchaAI API key: 32 ASCII letters and digits. Its `Debug` never shows it, and the engine
 /// never puts it anywhere but a request body. Shared: a host that starts every solve with a
@@ -354,7 +355,7 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     }
     out.extend_from_slice(
         format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"captcha.{}\"\r\nContent-Type: {}\r\n\r\n",
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{MULTIPART_FILE_PARAM}\"; filename=\"captcha.{}\"\r\nContent-Type: {}\r\n\r\n",
             image.format.extension(),
             image.format.mime()
         )

@@ -25,21 +25,53 @@
 //! ```
 //!
 //! Use it only against portals you own or are licensed to automate.
+//!
+//! # The public surface
+//!
+//! Everything a host uses, and nothing else:
+//!
+//! - **Driving a solve:** [`Solve`] (create, [`Solve::poll_output`], [`Solve::handle_response`],
+//!   [`Solve::handle_transport_error`], snapshot and restore) and its [`Output`]; the requests
+//!   it asks for, [`HttpRequest`] with its [`Body`] and [`RequestKind`]; the
+//!   [`TransportError`]s a host reports back.
+//! - **Inputs:** [`Task`] (with [`Upload`], [`Image`], [`ImageFormat`]), [`ApiKey`] and
+//!   [`Config`] (with its field ranges, [`Limit`]).
+//! - **Outcomes:** [`Solution`] (with its [`Answer`]) and [`Failure`], classed by [`Class`] and
+//!   [`Origin`].
+//! - **Errors:** [`ValidationError`] (input refused before anything is sent), [`Misuse`] (the
+//!   host broke the driving contract), [`RestoreError`] (a snapshot that cannot be restored).
+//! - **Account calls and the thread gate:** the [`account`] module (`threadsinfo`,
+//!   `getbalance`, [`account::ThreadGate`]).
+//! - **The tables, read-only:** [`task_types`] lists every captcha type as a [`TaskType`]
+//!   (method, [`TaskField`]s with their [`FieldKind`] and limits such as [`ImageLimits`], the
+//!   [`AnswerShape`] and where the answer is, first wait, poll interval, deadline, token
+//!   lifetime, [`ExtraRules`]); [`codes`] lists every error code as an [`ErrorCode`] (class,
+//!   origin, retry-after, meaning, [`Source`]).
+//!
+//! # Inside (private, one concept per module; each depends only on those listed before it)
+//!
+//! `text` (helpers) · `codes` (the code table: classes, per-step actions, the `threadsinfo`
+//! verdict, backoff) · `outcome` · `error` · `registry` (the type table) · `image` · `config` ·
+//! `http` (key, requests, form and multipart bodies) · `reply` (classifying replies) · `answer` ·
+//! `task` · `state` (what a snapshot persists) · `snapshot` (the format) · `solve` (the state
+//! machine) · `account`; `component` (the WIT exports) and `pool` (its allocator) in the
+//! WebAssembly build only.
 
 #![warn(missing_docs)]
 
 pub mod account;
 mod answer;
-pub mod codes;
+mod codes;
 mod config;
 mod error;
 mod http;
+mod image;
 mod outcome;
-pub mod registry;
+mod registry;
 mod reply;
-pub mod schema;
 mod snapshot;
 mod solve;
+mod state;
 mod task;
 mod text;
 
@@ -48,11 +80,13 @@ mod component;
 #[cfg(any(test, all(feature = "component", target_arch = "wasm32")))]
 mod pool;
 
-pub use codes::Class;
-pub use config::{Config, DEFAULT_BASE_URL};
-pub use error::{Misuse, RestoreError, ValidationError};
+pub use codes::{Class, ErrorCode, Origin, Source, codes};
+pub use config::{Config, Limit};
+pub use error::{Misuse, ValidationError};
 pub use http::{ApiKey, Body, HttpRequest, RequestKind, TransportError};
+pub use image::{Image, ImageFormat};
 pub use outcome::{Answer, Failure, Solution};
-pub use snapshot::{FORMAT as SNAPSHOT_FORMAT, VERSION as SNAPSHOT_VERSION};
+pub use registry::{AnswerShape, ExtraRules, FieldKind, ImageLimits, TaskField, TaskType, task_types};
+pub use snapshot::RestoreError;
 pub use solve::{Output, Solve};
-pub use task::{Image, ImageFormat, Task, Upload};
+pub use task::{Task, Upload};

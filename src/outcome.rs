@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::codes::Class;
+use crate::codes::{self, Class, Origin};
 
 /// A solve that ended without an answer. Messages never contain the API key.
 ///
@@ -16,7 +16,7 @@ use crate::codes::Class;
 #[error("{code} ({class}): {message}", class = class.as_str())]
 pub struct Failure {
     /// The raw API code (`ERROR_ZERO_BALANCE`, `IP_BANNED`...) or an engine code
-    /// (`INVALID_TASK`, `DEADLINE_EXCEEDED`...); see [`crate::codes::TABLE`].
+    /// (`INVALID_TASK`, `DEADLINE_EXCEEDED`...); listed by [`crate::codes()`].
     pub code: String,
     /// What the failure means for the caller.
     pub class: Class,
@@ -32,8 +32,8 @@ pub struct Failure {
 
 impl Failure {
     /// Where the failure comes from (from the code table).
-    pub fn origin(&self) -> crate::codes::Origin {
-        crate::codes::origin(&self.code)
+    pub fn origin(&self) -> Origin {
+        codes::origin(&self.code)
     }
 }
 

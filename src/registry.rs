@@ -1,41 +1,133 @@
 //! The captcha-type registry: one row per supported type, holding everything that differs between
-//! types (the `in.php` method, the task fields and their wire names, where the answer is and its
-//! shape, whether a user agent comes back, whether a proxy is required, timings, token lifetime).
+//! types (the `in.php` method, the task fields with their wire names and limits, where the answer
+//! is and its shape, whether a proxy is required, timings, token lifetime), and its read-only
+//! view for hosts, [`task_types`].
 //!
 //! Task JSON uses the field `name`s below; the engine sends each as its `param`. The state machine
 //! and validation read only this table.
 
-/// How a task field is checked and encoded.
+/// How a task field is checked and encoded, with its limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
-    /// Non-empty text without control characters, at most this many characters. JSON numbers
-    /// are accepted and written in decimal.
-    Text(usize),
-    /// An absolute `http://` or `https://` URL.
-    Url,
-    /// A boolean (or 0/1): `true` sends `1`, `false` sends nothing.
+    /// Non-empty text without control characters. JSON numbers are accepted and written in
+    /// decimal.
+    Text {
+        /// The most characters.
+        max_chars: usize,
+    },
+    /// An absolute `http://` or `https://` URL with a host and no whitespace.
+    Url {
+        /// The most characters.
+        max_chars: usize,
+    },
+    /// A boolean (or 0/1, `"true"`/`"false"`): `true` sends `1`, `false` sends nothing.
     Flag,
-    /// A reCAPTCHA v3 score from 0.1 to 0.9.
-    Score,
-    /// One of these values (case-insensitive on input; sent as written here).
-    Choice(&'static [&'static str]),
-    /// An integer in this inclusive range.
-    Int(i64, i64),
-    /// A proxy for the solver: `host:port` or `user:pass@host:port`.
-    Proxy,
-    /// A base64 image (a `data:` URI prefix is stripped): jpg, png or gif of an allowed size.
-    Image,
-    /// Exactly this many base64 images, sent as `param_1`..`param_N` data URIs.
-    ImageSet(usize),
-    /// How an image is sent: `base64` (form field) or `multipart` (file upload).
-    Upload,
-    /// Opt-in synchronous image solving through `solve.php` (no polling).
+    /// A reCAPTCHA v3 score: a number (or decimal text) in tenths' range.
+    Score {
+        /// The lowest score, in tenths.
+        min_tenths: u8,
+        /// The highest score, in tenths.
+        max_tenths: u8,
+    },
+    /// One of `values` (any ASCII case on input; sent as written here).
+    Choice {
+        /// The values allowed.
+        values: &'static [&'static str],
+    },
+    /// A whole number (or its decimal text) in an inclusive range.
+    Int {
+        /// The smallest value.
+        min: i64,
+        /// The largest value.
+        max: i64,
+    },
+    /// A proxy for the solver: `host:port` or `user:pass@host:port` (the scheme goes in
+    /// `proxytype`).
+    Proxy {
+        /// The most characters.
+        max_chars: usize,
+    },
+    /// One base64 image (standard or URL-safe alphabet, padding optional, an optional `data:`
+    /// prefix and whitespace ignored).
+    Image(ImageLimits),
+    /// Exactly `count` base64 images, sent as `param_1`..`param_N` data URIs.
+    Images {
+        /// How many images.
+        count: usize,
+        /// The limits of each.
+        each: ImageLimits,
+    },
+    /// How an image is sent: one of `modes` (`base64`: a form field; `multipart`: a file upload
+    /// with `method=post`). Not sent as a parameter.
+    Upload {
+        /// The modes allowed.
+        modes: &'static [&'static str],
+    },
+    /// A boolean: opt-in synchronous image solving through `solve.php` (no polling). Not sent as
+    /// a parameter.
     Sync,
+}
+
+/// What an image field accepts: a jpg, png or gif (by its magic bytes,
+/// [`crate::ImageFormat::signatures`]) of this size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageLimits {
+    /// The fewest bytes, decoded (the docs say 100; one page says 1 KB).
+    pub min_bytes: usize,
+    /// The most bytes, decoded (the current docs say 1024 KB; older ones 100 KB).
+    pub max_bytes: usize,
+    /// The longest side in pixels, where one is enforced (read from the header; an image whose
+    /// header cannot be read passes).
+    pub max_side_px: Option<u32>,
+}
+
+/// The shape of a solved answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerShape {
+    /// An opaque token or text, returned as is.
+    Text,
+    /// A list of cell numbers (grid: as the service numbers them; BLS: 1-based).
+    Cells,
+    /// A JSON object that must hold these keys (none listed: any object).
+    Object(&'static [&'static str]),
+}
+
+/// What a task's `extra` object of pass-through parameters may hold (the same for every type
+/// today; a name is also refused when it is one of the type's fields, parameters or fixed
+/// parameters, in any ASCII case and before any `[`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraRules {
+    /// Names the engine sets itself, never overridden (any case, nor as `key[]`...).
+    pub engine_params: &'static [&'static str],
+    /// The multipart part that carries an uploaded image; not a name either.
+    pub file_param: &'static str,
+    /// The longest name, in bytes: ASCII letters, digits, `_` and `-` only.
+    pub max_name_bytes: usize,
+    /// The longest value, in bytes of UTF-8, without control characters.
+    pub max_value_bytes: usize,
+}
+
+/// Where a success reply holds a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AnswerKey {
+    /// The reply's `result` (Cloudflare Challenge's cookie, with `request` reading `OK`).
+    Result,
+    /// The reply's `request` (every other answer, and task ids).
+    Request,
+}
+
+impl AnswerKey {
+    fn name(self) -> &'static str {
+        match self {
+            AnswerKey::Result => "result",
+            AnswerKey::Request => "request",
+        }
+    }
 }
 
 /// One field of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldSpec {
+pub(crate) struct FieldSpec {
     /// The name in task JSON.
     pub name: &'static str,
     /// The `in.php` parameter (empty for fields that change how the task is sent).
@@ -56,20 +148,17 @@ const fn opt(name: &'static str, param: &'static str, kind: FieldKind) -> FieldS
     FieldSpec { name, param, kind, required: false, default: None }
 }
 
-/// The shape of a solved answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AnswerShape {
-    /// An opaque token or text, returned as is.
-    Text,
-    /// A list of cell numbers (grid: as the service numbers them; BLS: 1-based).
-    Cells,
-    /// A JSON object that must hold these keys (none listed: any object).
-    Object(&'static [&'static str]),
+const fn text(max_chars: usize) -> FieldKind {
+    FieldKind::Text { max_chars }
+}
+
+const fn int(min: i64, max: i64) -> FieldKind {
+    FieldKind::Int { min, max }
 }
 
 /// One captcha type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TypeSpec {
+pub(crate) struct TypeSpec {
     /// The `type` in task JSON.
     pub name: &'static str,
     /// The `in.php` `method`.
@@ -78,11 +167,15 @@ pub struct TypeSpec {
     pub fixed: &'static [(&'static str, &'static str)],
     /// The task fields, in the order they are sent.
     pub fields: &'static [FieldSpec],
+    /// Where a success reply holds the answer (and, at submit, the task id): the first of these
+    /// keys that is present and not empty.
+    pub answer_from: &'static [AnswerKey],
     /// The shape of the solved answer.
     pub answer: AnswerShape,
-    /// Wait between an accepted submit and the first poll.
+    /// Wait between an accepted submit and the first poll (a config may override it within
+    /// [`crate::config::INITIAL_WAIT_MS`]).
     pub initial_wait_ms: u64,
-    /// Wait between polls (never below [`MIN_POLL_INTERVAL_MS`]).
+    /// Wait between polls (within [`crate::config::POLL_INTERVAL_MS`]: never below 5 s).
     pub poll_interval_ms: u64,
     /// Default deadline, counted from the original submit.
     pub deadline_ms: u64,
@@ -93,78 +186,184 @@ pub struct TypeSpec {
 
 impl TypeSpec {
     /// The field with this task-JSON name.
-    pub fn field(&self, name: &str) -> Option<&'static FieldSpec> {
+    pub(crate) fn field(&self, name: &str) -> Option<&'static FieldSpec> {
         self.fields.iter().find(|f| f.name == name)
     }
 }
 
-/// The service is never polled faster than this, whatever a task or config asks.
-pub const MIN_POLL_INTERVAL_MS: u64 = 5_000;
-/// The shortest wait between an accepted submit and the first poll: the official SDK's first
-/// wait for images (the docs' guide says 5 s; no source says the service refuses an earlier
-/// poll, which is unconfirmed either way: a too-early poll costs one `CAPCHA_NOT_READY`).
-pub const MIN_FIRST_WAIT_MS: u64 = 1_000;
-/// The smallest image the service accepts (the docs say 100 bytes; one page says 1 KB).
-pub const MIN_IMAGE_BYTES: usize = 100;
-/// The largest image the service accepts (the current docs say 1024 KB; older ones 100 KB).
-pub const MAX_IMAGE_BYTES: usize = 1024 * 1024;
-/// The largest side of a BLS cell image, in pixels (the official SDK's guard).
-pub const MAX_BLS_SIDE_PX: u32 = 1_000;
-/// The image formats accepted, by the magic bytes their data starts with.
-pub const IMAGE_SIGNATURES: &[(&[u8], crate::ImageFormat)] = &[
-    (&[0xFF, 0xD8, 0xFF], crate::ImageFormat::Jpeg),
-    (b"\x89PNG\r\n\x1a\n", crate::ImageFormat::Png),
-    (b"GIF87a", crate::ImageFormat::Gif),
-    (b"GIF89a", crate::ImageFormat::Gif),
-];
-/// The longest [`FieldKind::Url`], in characters.
-pub const MAX_URL_CHARS: usize = 2_048;
-/// The longest [`FieldKind::Proxy`], in characters.
-pub const MAX_PROXY_CHARS: usize = 512;
-/// The inclusive range of a [`FieldKind::Score`], in tenths (0.1 to 0.9).
-pub const SCORE_TENTHS: (u8, u8) = (1, 9);
-/// The values of a [`FieldKind::Upload`] field.
-pub const UPLOAD_MODES: &[&str] = &["base64", "multipart"];
-/// The longest name of a task's `extra` parameter, in bytes (ASCII letters, digits, `_`, `-`).
-pub const MAX_EXTRA_NAME_BYTES: usize = 64;
-/// The longest value of a task's `extra` parameter, in bytes (UTF-8).
-pub const MAX_EXTRA_VALUE_BYTES: usize = 64 * 1024;
-/// The multipart part that carries an uploaded image; `extra` may not use it as a name.
-pub const MULTIPART_FILE_PARAM: &str = "file";
+/// A captcha type the engine solves, as hosts see it: a read-only view of its registry row,
+/// listed by [`task_types`] and given by [`crate::Task::task_type`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskType(&'static TypeSpec);
+
+impl TaskType {
+    pub(crate) fn new(spec: &'static TypeSpec) -> TaskType {
+        TaskType(spec)
+    }
+
+    /// The `type` in task JSON.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The `in.php` `method` (a multipart upload sends `post` instead).
+    pub fn method(self) -> &'static str {
+        self.0.method
+    }
+
+    /// Parameters every task of this type sends, as `(name, value)`.
+    pub fn fixed_params(self) -> &'static [(&'static str, &'static str)] {
+        self.0.fixed
+    }
+
+    /// The task fields, in the order they are sent.
+    pub fn fields(self) -> impl ExactSizeIterator<Item = TaskField> + Clone {
+        self.0.fields.iter().map(TaskField)
+    }
+
+    /// The field with this task-JSON name.
+    pub fn field(self, name: &str) -> Option<TaskField> {
+        self.0.field(name).map(TaskField)
+    }
+
+    /// What `extra` may hold.
+    pub fn extra(self) -> ExtraRules {
+        EXTRA
+    }
+
+    /// The reply keys that hold the answer, in the order they are tried: the first present and
+    /// not empty is the answer.
+    pub fn answer_from(self) -> impl ExactSizeIterator<Item = &'static str> + Clone {
+        self.0.answer_from.iter().map(|key| key.name())
+    }
+
+    /// The shape of the solved answer.
+    pub fn answer(self) -> AnswerShape {
+        self.0.answer
+    }
+
+    /// The default wait between an accepted submit and the first poll.
+    pub fn first_wait_ms(self) -> u64 {
+        self.0.initial_wait_ms
+    }
+
+    /// The default wait between polls.
+    pub fn poll_interval_ms(self) -> u64 {
+        self.0.poll_interval_ms
+    }
+
+    /// The default deadline, counted from the original submit.
+    pub fn deadline_ms(self) -> u64 {
+        self.0.deadline_ms
+    }
+
+    /// How long a solved token stays usable from when it arrived, where known.
+    pub fn token_ttl_ms(self) -> Option<u64> {
+        self.0.token_ttl_ms
+    }
+}
+
+/// One field of a task type: a read-only view of its registry entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskField(&'static FieldSpec);
+
+impl TaskField {
+    /// The name in task JSON.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The `in.php` parameter it is sent as (`None` for fields that change how the task is
+    /// sent: `upload`, `sync`).
+    pub fn param(self) -> Option<&'static str> {
+        Some(self.0.param).filter(|p| !p.is_empty())
+    }
+
+    /// How the value is checked and encoded, with its limits.
+    pub fn kind(self) -> FieldKind {
+        self.0.kind
+    }
+
+    /// Whether a task of the type must give it.
+    pub fn required(self) -> bool {
+        self.0.required
+    }
+
+    /// The value used when a task leaves it out.
+    pub fn default(self) -> Option<&'static str> {
+        self.0.default
+    }
+}
+
+/// Every captcha type the engine solves, in table order.
+pub fn task_types() -> impl ExactSizeIterator<Item = TaskType> + Clone {
+    TYPES.iter().map(TaskType)
+}
+
+/// `result` when present and not empty, else `request`: where CaptchaAI puts every answer.
+const RESULT_THEN_REQUEST: &[AnswerKey] = &[AnswerKey::Result, AnswerKey::Request];
+
+/// Where the answer of a reply that belongs to no type is (`getbalance`'s balance).
+pub(crate) const ACCOUNT_ANSWER_FROM: &[AnswerKey] = RESULT_THEN_REQUEST;
+
+/// Images: 100 bytes to 1 MiB decoded, any size of side.
+const IMAGE_LIMITS: ImageLimits = ImageLimits { min_bytes: 100, max_bytes: 1024 * 1024, max_side_px: None };
+/// BLS cell images: also at most 1,000 px per side (the official SDK's guard).
+const BLS_IMAGE_LIMITS: ImageLimits = ImageLimits { max_side_px: Some(1_000), ..IMAGE_LIMITS };
+/// Absolute URLs of up to 2,048 characters.
+const URL: FieldKind = FieldKind::Url { max_chars: 2_048 };
+/// Proxies of up to 512 characters.
+const PROXY: FieldKind = FieldKind::Proxy { max_chars: 512 };
+/// reCAPTCHA v3 scores from 0.1 to 0.9.
+const SCORE: FieldKind = FieldKind::Score { min_tenths: 1, max_tenths: 9 };
+/// The values of an `upload` field.
+const UPLOAD_MODES: &[&str] = &["base64", "multipart"];
+
+/// The multipart part that carries an uploaded image.
+pub(crate) const MULTIPART_FILE_PARAM: &str = "file";
+
+/// `extra`'s rules.
+pub(crate) const EXTRA: ExtraRules = ExtraRules {
+    engine_params: &["key", "method", "json"],
+    file_param: MULTIPART_FILE_PARAM,
+    max_name_bytes: 64,
+    max_value_bytes: 64 * 1024,
+};
 
 const SECOND: u64 = 1_000;
 const KEY_LEN: usize = 256;
 const TEXT_LEN: usize = 4_096;
 const COOKIE_LEN: usize = 16_384;
 
-const GOOGLEKEY: FieldSpec = req("sitekey", "googlekey", FieldKind::Text(KEY_LEN));
-const SITEKEY: FieldSpec = req("sitekey", "sitekey", FieldKind::Text(KEY_LEN));
-const PAGEURL: FieldSpec = req("pageurl", "pageurl", FieldKind::Url);
+const GOOGLEKEY: FieldSpec = req("sitekey", "googlekey", text(KEY_LEN));
+const SITEKEY: FieldSpec = req("sitekey", "sitekey", text(KEY_LEN));
+const PAGEURL: FieldSpec = req("pageurl", "pageurl", URL);
 const INVISIBLE: FieldSpec = opt("invisible", "invisible", FieldKind::Flag);
-const DATA_S: FieldSpec = opt("data_s", "data-s", FieldKind::Text(TEXT_LEN));
-const ACTION_OPT: FieldSpec = opt("action", "action", FieldKind::Text(KEY_LEN));
-const ACTION_REQ: FieldSpec = req("action", "action", FieldKind::Text(KEY_LEN));
-const MIN_SCORE: FieldSpec = opt("min_score", "min_score", FieldKind::Score);
-const COOKIES: FieldSpec = opt("cookies", "cookies", FieldKind::Text(COOKIE_LEN));
-const USER_AGENT: FieldSpec = opt("user_agent", "userAgent", FieldKind::Text(TEXT_LEN));
-const PROXY_OPT: FieldSpec = opt("proxy", "proxy", FieldKind::Proxy);
-const PROXY_REQ: FieldSpec = req("proxy", "proxy", FieldKind::Proxy);
+const DATA_S: FieldSpec = opt("data_s", "data-s", text(TEXT_LEN));
+const ACTION_OPT: FieldSpec = opt("action", "action", text(KEY_LEN));
+const ACTION_REQ: FieldSpec = req("action", "action", text(KEY_LEN));
+const MIN_SCORE: FieldSpec = opt("min_score", "min_score", SCORE);
+const COOKIES: FieldSpec = opt("cookies", "cookies", text(COOKIE_LEN));
+const USER_AGENT: FieldSpec = opt("user_agent", "userAgent", text(TEXT_LEN));
+const PROXY_OPT: FieldSpec = opt("proxy", "proxy", PROXY);
+const PROXY_REQ: FieldSpec = req("proxy", "proxy", PROXY);
 const PROXY_TYPES: &[&str] = &["HTTP", "HTTPS", "SOCKS4", "SOCKS5"];
-const PROXYTYPE_OPT: FieldSpec = opt("proxytype", "proxytype", FieldKind::Choice(PROXY_TYPES));
-const PROXYTYPE_REQ: FieldSpec = req("proxytype", "proxytype", FieldKind::Choice(PROXY_TYPES));
-const IMAGE: FieldSpec = req("image", "body", FieldKind::Image);
+const PROXYTYPE_OPT: FieldSpec = opt("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES });
+const PROXYTYPE_REQ: FieldSpec = req("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES });
+const IMAGE: FieldSpec = req("image", "body", FieldKind::Image(IMAGE_LIMITS));
 
 /// Every supported type. Polls every 5 s (the SDK's and docs' interval). First waits: for each
 /// type, a wait near the middle of the range of first waits that beats both the official SDK's
 /// schedule and 2captcha-python's on polls per solve *and* answer-to-client delay, on three
 /// seeds of `benches/polling/run.sh`'s solve-time mixes (modelled on the docs' and the SDK's
 /// figures, not measured live; BENCHMARKS.md has the table). A solve's config can override them.
-pub const TYPES: &[TypeSpec] = &[
+pub(crate) const TYPES: &[TypeSpec] = &[
     TypeSpec {
         name: "recaptcha_v2",
         method: "userrecaptcha",
         fixed: &[],
         fields: &[GOOGLEKEY, PAGEURL, INVISIBLE, DATA_S, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 26 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -176,6 +375,7 @@ pub const TYPES: &[TypeSpec] = &[
         method: "userrecaptcha",
         fixed: &[("enterprise", "1")],
         fields: &[GOOGLEKEY, PAGEURL, INVISIBLE, ACTION_OPT, DATA_S, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 26 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -187,6 +387,7 @@ pub const TYPES: &[TypeSpec] = &[
         method: "userrecaptcha",
         fixed: &[("version", "v3")],
         fields: &[GOOGLEKEY, PAGEURL, ACTION_REQ, MIN_SCORE, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -198,6 +399,7 @@ pub const TYPES: &[TypeSpec] = &[
         method: "userrecaptcha",
         fixed: &[("version", "v3"), ("enterprise", "1")],
         fields: &[GOOGLEKEY, PAGEURL, ACTION_REQ, MIN_SCORE, COOKIES, USER_AGENT, PROXY_OPT, PROXYTYPE_OPT],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 10 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -212,13 +414,14 @@ pub const TYPES: &[TypeSpec] = &[
             SITEKEY,
             PAGEURL,
             ACTION_OPT,
-            opt("data", "data", FieldKind::Text(TEXT_LEN)),
-            opt("pagedata", "pagedata", FieldKind::Text(TEXT_LEN)),
+            opt("data", "data", text(TEXT_LEN)),
+            opt("pagedata", "pagedata", text(TEXT_LEN)),
             COOKIES,
             USER_AGENT,
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 13 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -229,14 +432,8 @@ pub const TYPES: &[TypeSpec] = &[
         name: "cloudflare_challenge",
         method: "cloudflare_challenge",
         fixed: &[],
-        fields: &[
-            PAGEURL,
-            PROXY_REQ,
-            PROXYTYPE_REQ,
-            opt("sitekey", "sitekey", FieldKind::Text(KEY_LEN)),
-            USER_AGENT,
-            COOKIES,
-        ],
+        fields: &[PAGEURL, PROXY_REQ, PROXYTYPE_REQ, opt("sitekey", "sitekey", text(KEY_LEN)), USER_AGENT, COOKIES],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 30 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -248,15 +445,16 @@ pub const TYPES: &[TypeSpec] = &[
         method: "geetest",
         fixed: &[],
         fields: &[
-            req("gt", "gt", FieldKind::Text(KEY_LEN)),
-            req("challenge", "challenge", FieldKind::Text(KEY_LEN)),
+            req("gt", "gt", text(KEY_LEN)),
+            req("challenge", "challenge", text(KEY_LEN)),
             PAGEURL,
-            opt("api_server", "api_server", FieldKind::Text(KEY_LEN)),
+            opt("api_server", "api_server", text(KEY_LEN)),
             COOKIES,
             USER_AGENT,
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Object(&["challenge", "validate", "seccode"]),
         initial_wait_ms: 17 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -268,14 +466,15 @@ pub const TYPES: &[TypeSpec] = &[
         method: "geetest",
         fixed: &[("version", "4")],
         fields: &[
-            req("captcha_id", "gt", FieldKind::Text(KEY_LEN)),
+            req("captcha_id", "gt", text(KEY_LEN)),
             PAGEURL,
-            opt("api_server", "api_server", FieldKind::Text(KEY_LEN)),
+            opt("api_server", "api_server", text(KEY_LEN)),
             COOKIES,
             USER_AGENT,
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Object(&[]),
         initial_wait_ms: 17 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -287,6 +486,7 @@ pub const TYPES: &[TypeSpec] = &[
         method: "captchafox",
         fixed: &[],
         fields: &[SITEKEY, PAGEURL, PROXY_REQ, PROXYTYPE_REQ, COOKIES, USER_AGENT],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 13 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -300,10 +500,11 @@ pub const TYPES: &[TypeSpec] = &[
         fields: &[
             SITEKEY,
             PAGEURL,
-            opt("version", "version", FieldKind::Choice(&["v1", "v2"])),
+            opt("version", "version", FieldKind::Choice { values: &["v1", "v2"] }),
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 13 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -315,13 +516,14 @@ pub const TYPES: &[TypeSpec] = &[
         method: "lemin",
         fixed: &[],
         fields: &[
-            req("captcha_id", "captcha_id", FieldKind::Text(KEY_LEN)),
-            req("div_id", "div_id", FieldKind::Text(KEY_LEN)),
+            req("captcha_id", "captcha_id", text(KEY_LEN)),
+            req("div_id", "div_id", text(KEY_LEN)),
             PAGEURL,
-            opt("api_server", "apiServer", FieldKind::Text(KEY_LEN)),
+            opt("api_server", "apiServer", text(KEY_LEN)),
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Object(&["answer", "challenge_uuid"]),
         initial_wait_ms: 13 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -334,18 +536,19 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[],
         fields: &[
             IMAGE,
-            FieldSpec { default: Some("base64"), ..opt("upload", "", FieldKind::Upload) },
+            FieldSpec { default: Some("base64"), ..opt("upload", "", FieldKind::Upload { modes: UPLOAD_MODES }) },
             opt("sync", "", FieldKind::Sync),
             opt("phrase", "phrase", FieldKind::Flag),
             opt("case_sensitive", "regsense", FieldKind::Flag),
-            opt("numeric", "numeric", FieldKind::Int(0, 4)),
-            opt("min_len", "min_len", FieldKind::Int(0, 20)),
-            opt("max_len", "max_len", FieldKind::Int(0, 20)),
+            opt("numeric", "numeric", int(0, 4)),
+            opt("min_len", "min_len", int(0, 20)),
+            opt("max_len", "max_len", int(0, 20)),
             opt("calc", "calc", FieldKind::Flag),
-            opt("language", "language", FieldKind::Int(0, 2)),
-            opt("lang", "lang", FieldKind::Text(16)),
-            opt("instructions", "textinstructions", FieldKind::Text(140)),
+            opt("language", "language", int(0, 2)),
+            opt("lang", "lang", text(16)),
+            opt("instructions", "textinstructions", text(140)),
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -358,9 +561,13 @@ pub const TYPES: &[TypeSpec] = &[
         fixed: &[("img_type", "recaptcha")],
         fields: &[
             IMAGE,
-            req("instructions", "instructions", FieldKind::Text(TEXT_LEN)),
-            FieldSpec { default: Some("3x3"), ..opt("grid_size", "grid_size", FieldKind::Choice(&["3x3", "4x4"])) },
+            req("instructions", "instructions", text(TEXT_LEN)),
+            FieldSpec {
+                default: Some("3x3"),
+                ..opt("grid_size", "grid_size", FieldKind::Choice { values: &["3x3", "4x4"] })
+            },
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Cells,
         initial_wait_ms: 8 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -372,9 +579,10 @@ pub const TYPES: &[TypeSpec] = &[
         method: "bls",
         fixed: &[],
         fields: &[
-            req("instructions", "instructions", FieldKind::Text(KEY_LEN)),
-            req("images", "image_base64", FieldKind::ImageSet(9)),
+            req("instructions", "instructions", text(KEY_LEN)),
+            req("images", "image_base64", FieldKind::Images { count: 9, each: BLS_IMAGE_LIMITS }),
         ],
+        answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Cells,
         initial_wait_ms: 8 * SECOND,
         poll_interval_ms: 5 * SECOND,
@@ -384,13 +592,13 @@ pub const TYPES: &[TypeSpec] = &[
 ];
 
 /// Types people ask for that CaptchaAI does not solve, with the reason given to the user.
-pub const UNSUPPORTED: &[(&str, &str)] = &[(
+pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
     "hcaptcha",
     "hCaptcha is not supported by CaptchaAI (the service answers ERROR_SERVER_ERROR for it); \
      supported types are listed in the README",
 )];
 
 /// The row for a task-JSON `type`.
-pub fn lookup(name: &str) -> Option<&'static TypeSpec> {
+pub(crate) fn lookup(name: &str) -> Option<&'static TypeSpec> {
     TYPES.iter().find(|t| t.name == name)
 }

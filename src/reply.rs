@@ -2,8 +2,9 @@
 //! sequence classifies as exactly one [`Reply`], never a panic.
 //!
 //! Rules (contract §1.2–1.3): JSON first, with `status` as a number or string and `request` as
-//! a string or number (task ids arrive as integers for reCAPTCHA); on success `result` wins over
-//! `request` and `user_agent` is kept; both NOT_READY spellings; a bare text code is accepted
+//! a string or number (task ids arrive as integers for reCAPTCHA); on success `request` and
+//! `result` are both kept (which one holds the answer is the registry's `answer_from`) and so is
+//! `user_agent`; both NOT_READY spellings; a bare text code is accepted
 //! even though `json=1` was sent; `OK|value` plain text; anything else (an HTML 502 page, an
 //! empty body) is [`Reply::Unexpected`].
 
@@ -19,15 +20,16 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::Value;
 
 use crate::codes;
+use crate::registry::AnswerKey;
 use crate::text::find;
 
 /// A classified reply.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply<'a> {
-    /// `status` 1. `value` is `result` when present and non-empty, else `request`.
+pub(crate) enum Reply<'a> {
+    /// `status` 1, with a `request` or `result` that is not empty.
     Ok {
-        /// The answer or task id.
-        value: Field<'a>,
+        /// The answer or task id, where the reply holds it.
+        values: Values<'a>,
         /// The solver's user agent, where the reply carries one.
         user_agent: Option<String>,
     },
@@ -67,7 +69,7 @@ pub(crate) fn is_plain_not_ready(body: &[u8]) -> bool {
 
 /// Classifies one reply body (text: a host's bytes after the engine's one UTF-8 rule). Answers
 /// and `threadsinfo` counts are trusted only with a 2xx status; codes are trusted with any status.
-pub fn parse(status: u16, body: &str) -> Reply<'_> {
+pub(crate) fn parse(status: u16, body: &str) -> Reply<'_> {
     let success = (200..300).contains(&status);
     match parse_body(body) {
         reply @ (Reply::Code { .. } | Reply::NotReady) => reply,
@@ -88,7 +90,7 @@ fn parse_body(body: &str) -> Reply<'_> {
         return from_fields(fields);
     }
     if let Some(value) = text.strip_prefix("OK|") {
-        return Reply::Ok { value: Field::Str(Cow::Borrowed(value)), user_agent: None };
+        return Reply::Ok { values: Values::request(Field::Str(Cow::Borrowed(value))), user_agent: None };
     }
     classify_code(text, None)
 }
@@ -122,7 +124,9 @@ fn common_shape(text: &str) -> Option<(u8, Field<'_>)> {
 /// [`Fields`] (~150 instructions per reply natively, callgrind; a property test checks both agree).
 fn common_reply(status: u8, request: Field<'_>) -> Reply<'_> {
     match request {
-        request if status == 1 && !is_empty(&request) => Reply::Ok { value: request, user_agent: None },
+        request if status == 1 && !is_empty(&request) => {
+            Reply::Ok { values: Values::request(request), user_agent: None }
+        }
         Field::Str(code) if status != 1 => classify_code(code.trim(), None),
         _ => unexpected(),
     }
@@ -130,6 +134,28 @@ fn common_reply(status: u8, request: Field<'_>) -> Reply<'_> {
 
 fn unexpected() -> Reply<'static> {
     Reply::Unexpected { status: 0, what: String::new() }
+}
+
+/// The values of a success reply, each kept only where it is present and not empty (a plain
+/// `OK|value` reply is its `request`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Values<'a> {
+    pub(crate) request: Option<Field<'a>>,
+    pub(crate) result: Option<Field<'a>>,
+}
+
+impl<'a> Values<'a> {
+    fn request(value: Field<'a>) -> Values<'a> {
+        Values { request: Some(value), result: None }
+    }
+
+    /// The value under the first of `keys` the reply holds.
+    pub(crate) fn get(&self, keys: &[AnswerKey]) -> Option<&Field<'a>> {
+        keys.iter().find_map(|key| match key {
+            AnswerKey::Request => self.request.as_ref(),
+            AnswerKey::Result => self.result.as_ref(),
+        })
+    }
 }
 
 /// A value in a reply object, borrowed from the body where it can be: strings (the common case:
@@ -318,11 +344,11 @@ fn from_fields(f: Fields<'_>) -> Reply<'_> {
         _ => false,
     };
     if ok {
-        let value = f.result.filter(|v| !is_empty(v)).or(f.request).filter(|v| !is_empty(v));
-        return match value {
-            Some(value) => Reply::Ok { value, user_agent: text(f.user_agent) },
-            None => unexpected(),
-        };
+        let values = Values { request: f.request.filter(|v| !is_empty(v)), result: f.result.filter(|v| !is_empty(v)) };
+        if values.request.is_none() && values.result.is_none() {
+            return unexpected();
+        }
+        return Reply::Ok { values, user_agent: text(f.user_agent) };
     }
     match f.request {
         Some(Field::Str(code)) => classify_code(code.trim(), text(f.error_text)),
@@ -463,7 +489,7 @@ mod tests {
     #[test]
     fn replies_parse_in_every_documented_shape() {
         fn ok(value: Field<'static>, ua: Option<&str>) -> Reply<'static> {
-            Reply::Ok { value, user_agent: ua.map(str::to_owned) }
+            Reply::Ok { values: Values::request(value), user_agent: ua.map(str::to_owned) }
         }
         let code = |c: &str| Reply::Code { code: c.to_owned(), text: None };
         let cases: Vec<(u16, &str, Reply)> = vec![
@@ -473,7 +499,13 @@ mod tests {
             (
                 200,
                 r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#,
-                ok(Field::Str(Cow::Borrowed("cf")), Some("UA")),
+                Reply::Ok {
+                    values: Values {
+                        request: Some(Field::Str(Cow::Borrowed("OK"))),
+                        result: Some(Field::Str(Cow::Borrowed("cf"))),
+                    },
+                    user_agent: Some("UA".into()),
+                },
             ),
             (200, r#"{"status":1,"request":"tok","result":""}"#, ok(Field::Str(Cow::Borrowed("tok")), None)),
             (200, r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#, Reply::NotReady),

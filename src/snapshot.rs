@@ -1,23 +1,62 @@
 //! The snapshot format: `{"format":"captchaai-engine/solve","version":2,"task":{..},"config":{..},"state":{..}}`.
 //!
 //! The task is stored as canonical task JSON and validated again on restore; the API key is never
-//! stored. Any change to the state's shape needs a new version. Written and read with serde.
+//! stored. Any change to the state's shape ([`crate::state`]) needs a new version. Written and read
+//! with serde.
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use thiserror::Error;
 
 use crate::config::Config;
-use crate::error::RestoreError;
-use crate::solve::{State, StateJson};
+use crate::error::ValidationError;
+use crate::state::{State, StateJson};
 use crate::task::Task;
 
 /// Identifies a snapshot of this engine.
-pub const FORMAT: &str = "captchaai-engine/solve";
+pub(crate) const FORMAT: &str = "captchaai-engine/solve";
 /// The snapshot version this engine writes. It also reads version 1 (engine 0.1), whose
 /// in-flight request is sent again.
-pub const VERSION: u64 = 2;
+pub(crate) const VERSION: u64 = 2;
+
+/// Why a snapshot could not be restored.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum RestoreError {
+    /// The text is not JSON.
+    #[error("snapshot is not valid JSON: {0}")]
+    Malformed(String),
+    /// The JSON ends early (a truncated snapshot).
+    #[error("snapshot is truncated")]
+    Truncated,
+    /// Valid JSON, but not a snapshot of this engine.
+    #[error("not a captchaai-engine snapshot")]
+    Foreign,
+    /// A snapshot of another format version.
+    #[error("snapshot version {0} is not supported (this engine reads version {current})", current = VERSION)]
+    UnsupportedVersion(u64),
+    /// Our format, but its content is inconsistent or fails validation.
+    #[error("snapshot is invalid: {0}")]
+    Invalid(String),
+    /// The key supplied with the snapshot is malformed.
+    #[error("{0}")]
+    Key(ValidationError),
+}
+
+impl RestoreError {
+    /// A stable snake_case name (used by the WIT interface).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RestoreError::Malformed(_) => "malformed",
+            RestoreError::Truncated => "truncated",
+            RestoreError::Foreign => "foreign",
+            RestoreError::UnsupportedVersion(_) => "unsupported_version",
+            RestoreError::Invalid(_) => "invalid",
+            RestoreError::Key(_) => "invalid_key",
+        }
+    }
+}
 
 /// What a snapshot holds before the state, in the order it is written.
 #[derive(Serialize)]
@@ -101,7 +140,7 @@ pub(crate) fn read_parts(base: &str, state: &str) -> Result<(Task, Config, State
 pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
     let error = match serde_json::from_str::<Snapshot>(text) {
         Ok(snapshot) if matches!(snapshot.version, 1 | VERSION) => {
-            let state = snapshot.state.into_state(snapshot.version)?;
+            let state = snapshot.state.into_state(snapshot.version).map_err(RestoreError::Invalid)?;
             return Ok((snapshot.task, snapshot.config, state));
         }
         Ok(snapshot) => return Err(RestoreError::UnsupportedVersion(snapshot.version)),

@@ -16,20 +16,24 @@
 //!      └────────── unsolvable: fresh task (bounded) ◀── answer ──▶ Solved      permanent ──▶ Failed
 //! ```
 //!
-//! Every decision comes from [`crate::codes::TABLE`] and [`crate::registry::TYPES`].
+//! Every decision comes from the code table (`codes.rs`: what each code does at each step, the
+//! `threadsinfo` verdict, the backoff curves) and the type registry (`registry.rs`: fields,
+//! timings, where the answer is and its shape).
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use rand_core::{Rng as _, SeedableRng as _};
+use rand_xoshiro::SplitMix64;
 
 use crate::answer;
-use crate::codes::{self, Action, Class, CodeInfo};
+use crate::codes::{self, Action, CodeInfo};
 use crate::config::{Config, Timings};
-use crate::error::{Misuse, RestoreError, ValidationError};
+use crate::error::{Misuse, ValidationError};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
-use crate::reply::{self, Field, Reply};
-use crate::snapshot;
+use crate::reply::{self, Field, Reply, Values};
+use crate::snapshot::{self, RestoreError};
+use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
 
@@ -66,120 +70,6 @@ struct Derived {
     poll_body: Option<http::FormBody>,
     /// The unchanging start of every snapshot, built on first use.
     snapshot_prefix: std::cell::OnceCell<String>,
-}
-
-/// The whole in-flight state (what a snapshot holds besides the task and config). Snapshots
-/// write it with [`Serialize`]; [`StateJson`] reads it back.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct State {
-    /// The latest time this solve has been given.
-    pub now: u64,
-    /// The id of the request the `Ready` step sends (ids start at 1).
-    pub next_id: u32,
-    pub phase: Phase,
-    /// When the original submit was due (its `at`): the deadline counts from here.
-    pub started_at: Option<u64>,
-    /// Tasks submitted so far for this solve (1 + fresh resubmissions).
-    pub attempt: u32,
-    pub submit_retries: u32,
-    /// Consecutive failed polls.
-    pub poll_errors: u32,
-    /// Times every thread was busy and the submit waited.
-    pub busy_rounds: u32,
-    pub polls: u32,
-    pub task_id: Option<Arc<str>>,
-    /// Jitter generator state.
-    pub rng: u64,
-    /// The failure reported if the deadline passes before the scheduled step can run (`None`:
-    /// DEADLINE_EXCEEDED).
-    pub pending: Option<Failure>,
-}
-
-/// In JSON: `{"ready": {"step", "at"}}`, `{"solved": <solution>}` or `{"failed": <failure>}`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Phase {
-    /// `step` is sent (as request `next_id`) at `at`; it stays so until its result is fed back.
-    Ready {
-        step: Step,
-        at: u64,
-    },
-    Solved(Solution),
-    Failed(Failure),
-}
-
-/// In JSON: `submit`, `threads_info` or `poll`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Step {
-    Submit,
-    ThreadsInfo,
-    Poll,
-}
-
-/// A state as snapshots of version 1 or 2 hold it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct StateJson {
-    now: u64,
-    next_id: u32,
-    phase: PhaseJson,
-    started_at: Option<u64>,
-    attempt: u32,
-    submit_retries: u32,
-    poll_errors: u32,
-    busy_rounds: u32,
-    polls: u32,
-    task_id: Option<Arc<str>>,
-    rng: u64,
-    pending: Option<Failure>,
-}
-
-/// A phase as snapshots hold it; version 1 also had `awaiting` (a request in flight).
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum PhaseJson {
-    Ready { step: Step, at: u64 },
-    Awaiting { step: Step, id: u32, sent_at: u64 },
-    Solved(Solution),
-    Failed(Failure),
-}
-
-impl StateJson {
-    /// The state of a snapshot of `version` (1 or 2). A version-1 `awaiting` phase becomes
-    /// `Ready` for that request again, so it is sent once more.
-    pub(crate) fn into_state(self, version: u64) -> Result<State, RestoreError> {
-        let (mut next_id, mut polls) = (self.next_id, self.polls);
-        let phase = match self.phase {
-            PhaseJson::Ready { step, at } => Phase::Ready { step, at },
-            PhaseJson::Awaiting { step, id, sent_at } if version == 1 => {
-                next_id = id;
-                if step == Step::Poll {
-                    polls = polls.saturating_sub(1);
-                }
-                Phase::Ready { step, at: sent_at }
-            }
-            PhaseJson::Awaiting { .. } => {
-                return Err(RestoreError::Invalid(format!("unknown phase `awaiting` in a version {version} snapshot")));
-            }
-            PhaseJson::Solved(solution) => Phase::Solved(solution),
-            PhaseJson::Failed(failure) => Phase::Failed(failure),
-        };
-        Ok(State {
-            now: self.now,
-            next_id,
-            phase,
-            started_at: self.started_at,
-            attempt: self.attempt,
-            submit_retries: self.submit_retries,
-            poll_errors: self.poll_errors,
-            busy_rounds: self.busy_rounds,
-            polls,
-            task_id: self.task_id,
-            rng: self.rng,
-            pending: self.pending,
-        })
-    }
 }
 
 impl Solve {
@@ -439,12 +329,14 @@ impl Solve {
     }
 
     fn on_submit_reply(&mut self, now: u64, reply: Reply) {
-        match reply {
-            Reply::Ok { value, .. } if garbled(&value) => {
-                self.on_code(now, Step::Submit, unexpected_reply(), "", GARBLED)
-            }
-            Reply::Ok { value, user_agent } if self.task.is_sync() => self.finish_solved(now, &value, user_agent),
-            Reply::Ok { value, .. } => match task_id_of(&value) {
+        let (values, user_agent) = match reply {
+            Reply::Ok { values, user_agent } => (values, user_agent),
+            other => return self.on_other_reply(now, Step::Submit, other),
+        };
+        match self.answer_of(&values) {
+            Some(value) if garbled(value) => self.on_code(now, Step::Submit, unexpected_reply(), "", GARBLED),
+            Some(value) if self.task.is_sync() => self.finish_solved(now, value, user_agent),
+            value => match value.and_then(task_id_of) {
                 Some(task_id) => {
                     self.set_task_id(Some(task_id));
                     self.state.poll_errors = 0;
@@ -452,18 +344,24 @@ impl Solve {
                 }
                 None => self.on_code(now, Step::Submit, unexpected_reply(), "", " (the submit reply held no task id)"),
             },
-            other => self.on_other_reply(now, Step::Submit, other),
         }
     }
 
     fn on_poll_reply(&mut self, now: u64, reply: Reply) {
-        match reply {
-            Reply::Ok { value, .. } if garbled(&value) => {
-                self.on_code(now, Step::Poll, unexpected_reply(), "", GARBLED)
-            }
-            Reply::Ok { value, user_agent } => self.finish_solved(now, &value, user_agent),
-            other => self.on_other_reply(now, Step::Poll, other),
+        let (values, user_agent) = match reply {
+            Reply::Ok { values, user_agent } => (values, user_agent),
+            other => return self.on_other_reply(now, Step::Poll, other),
+        };
+        match self.answer_of(&values) {
+            Some(value) if garbled(value) => self.on_code(now, Step::Poll, unexpected_reply(), "", GARBLED),
+            Some(value) => self.finish_solved(now, value, user_agent),
+            None => self.on_code(now, Step::Poll, unexpected_reply(), "", " (the reply held no answer)"),
         }
+    }
+
+    /// The value where the task's type says the answer (or the task id) is.
+    fn answer_of<'v, 'a>(&self, values: &'v Values<'a>) -> Option<&'v Field<'a>> {
+        values.get(self.task.spec().answer_from)
     }
 
     /// Codes, not-ready and unreadable replies, through the code table.
@@ -483,51 +381,66 @@ impl Solve {
         }
     }
 
+    /// The `threadsinfo` answer, asked for after ERROR_ZERO_BALANCE: its counts (read through
+    /// [`codes::THREADS_FREE`] and [`codes::THREADS_BUSY`]) or its code decide, by the row's
+    /// `threads_info` action, between failing and waiting for a thread.
     fn on_threads_reply(&mut self, now: u64, reply: Reply) {
-        match reply {
-            Reply::Threads { threads, working } if threads == 0 || working < threads => {
-                let failure = self.failure(
-                    code_info(codes::ZERO_BALANCE),
-                    codes::ZERO_BALANCE,
-                    Class::Permanent,
-                    format!(
-                        "ERROR_ZERO_BALANCE while threadsinfo shows free threads ({working} of {threads} busy): \
-                         the plan has expired or is not active"
-                    ),
-                );
-                self.finish_failed(Failure { retry_after_ms: None, ..failure });
+        const NO_ANSWER: &str = "no free threads (threadsinfo gave no usable answer)";
+        let (info, code, reason) = match reply {
+            // "All busy" is a plan with threads, every one working; anything else has one free.
+            Reply::Threads { threads, working } if threads > 0 && working >= threads => {
+                (&codes::THREADS_BUSY, None, format!("all {threads} plan threads are busy ({working} working)"))
             }
-            Reply::Threads { threads, working } => {
-                self.wait_for_thread(now, format!("all {threads} plan threads are busy ({working} working)"));
-            }
-            Reply::Code { code, .. }
-                if code_info_wire(&code).class == Class::Permanent
-                    && code_info_wire(&code).on_submit == Action::Fail =>
-            {
+            Reply::Threads { threads, working } => (
+                &codes::THREADS_FREE,
+                None,
+                format!(
+                    "ERROR_ZERO_BALANCE while threadsinfo shows free threads ({working} of {threads} busy): \
+                     the plan has expired or is not active"
+                ),
+            ),
+            Reply::Code { code, .. } => {
                 let info = code_info_wire(&code);
-                let failure =
-                    self.failure(info, &code, info.class, format!("threadsinfo answered {code}: {}", info.meaning));
+                let reason = match info.on.threads_info {
+                    Action::Fail => format!("threadsinfo answered {code}: {}", info.meaning),
+                    _ => NO_ANSWER.to_owned(),
+                };
+                (info, Some(code), reason)
+            }
+            Reply::NotReady => (code_info(codes::NOT_READY), None, NO_ANSWER.to_owned()),
+            Reply::Ok { .. } | Reply::Unexpected { .. } => (unexpected_reply(), None, NO_ANSWER.to_owned()),
+        };
+        self.after_threads_info(now, info, code.as_deref().unwrap_or(info.code), reason);
+    }
+
+    /// Applies `info`'s `threads_info` action: fail with `reason` as the message, or wait for a
+    /// thread (the column holds no other action).
+    fn after_threads_info(&mut self, now: u64, info: &CodeInfo, code: &str, reason: String) {
+        match info.on.threads_info {
+            Action::Fail => {
+                let failure = self.failure(info, code, info.class, reason);
                 self.finish_failed(failure);
             }
-            _ => self.wait_for_thread(now, "no free threads (threadsinfo gave no usable answer)".to_owned()),
+            _ => self.wait_for_thread(now, reason),
         }
     }
 
     fn on_transport(&mut self, now: u64, step: Step, error: TransportError) {
-        if step == Step::ThreadsInfo {
-            return self.wait_for_thread(now, format!("no free threads (threadsinfo failed: {})", error.as_str()));
-        }
         let info = code_info(codes::TRANSPORT_ERROR);
+        if step == Step::ThreadsInfo {
+            let reason = format!("no free threads (threadsinfo failed: {})", error.as_str());
+            return self.after_threads_info(now, info, info.code, reason);
+        }
         self.on_code(now, step, info, "", &format!(" ({})", error.as_str()));
     }
 
-    /// Applies the table's action for `info` at `step`. `raw` is the wire code (empty: use the
-    /// row's own code); `detail` is appended to the row's meaning.
+    /// Applies the table's action for `info` at `step` (a submit or a poll). `raw` is the wire
+    /// code (empty: use the row's own code); `detail` is appended to the row's meaning.
     fn on_code(&mut self, now: u64, step: Step, info: &'static CodeInfo, raw: &str, detail: &str) {
         let code = if raw.is_empty() { info.code } else { raw };
         // Built only where a failure is reported or kept for the deadline.
         let failure = |this: &Self| this.failure(info, code, info.class, format!("{}{detail}", info.meaning));
-        let action = if step == Step::Poll { info.on_poll } else { info.on_submit };
+        let action = if step == Step::Poll { info.on.poll } else { info.on.submit };
         match (action, step) {
             (Action::PollAgain, Step::Poll) => {
                 self.state.poll_errors = 0;
@@ -538,7 +451,11 @@ impl Solve {
                 if self.state.poll_errors > self.config.max_poll_errors {
                     return self.finish_failed(failure(self));
                 }
-                let wait = self.timings.poll_interval_ms.max(info.retry_after_ms.unwrap_or(0));
+                let wait = codes::POLL_BACKOFF.wait(
+                    self.state.poll_errors,
+                    info.retry_after_ms,
+                    self.timings.poll_interval_ms,
+                );
                 self.schedule(Step::Poll, now.saturating_add(wait), None);
             }
             (Action::Retry | Action::PollAgain, _) => {
@@ -546,7 +463,11 @@ impl Solve {
                     return self.finish_failed(failure(self));
                 }
                 self.state.submit_retries = self.state.submit_retries.saturating_add(1);
-                let wait = backoff(self.state.submit_retries, info.retry_after_ms.unwrap_or(5_000));
+                let wait = codes::SUBMIT_BACKOFF.wait(
+                    self.state.submit_retries,
+                    info.retry_after_ms,
+                    self.timings.poll_interval_ms,
+                );
                 self.schedule(Step::Submit, now.saturating_add(wait), Some(failure(self)));
             }
             (Action::DiagnoseThreads, _) => self.schedule(Step::ThreadsInfo, now, Some(failure(self))),
@@ -565,12 +486,12 @@ impl Solve {
         }
     }
 
-    /// Every thread is busy: wait, then submit again (within the deadline).
+    /// Every thread is busy: wait, then submit again (within the deadline; past it, the
+    /// [`codes::THREADS_BUSY`] failure).
     fn wait_for_thread(&mut self, now: u64, why: String) {
         self.state.busy_rounds = self.state.busy_rounds.saturating_add(1);
-        let info = code_info(codes::ZERO_BALANCE);
-        let failure =
-            self.failure(info, codes::ZERO_BALANCE, Class::Transient, format!("{why}; gave up at the deadline"));
+        let info = &codes::THREADS_BUSY;
+        let failure = self.failure(info, info.code, info.class, format!("{why}; gave up at the deadline"));
         self.schedule(Step::Submit, now.saturating_add(codes::BUSY_WAIT_MS), Some(failure));
     }
 
@@ -619,7 +540,7 @@ impl Solve {
         self.state.phase = Phase::Failed(failure);
     }
 
-    fn failure(&self, info: &CodeInfo, code: &str, class: Class, message: String) -> Failure {
+    fn failure(&self, info: &CodeInfo, code: &str, class: codes::Class, message: String) -> Failure {
         Failure {
             code: code.to_owned(),
             class,
@@ -636,22 +557,17 @@ impl Solve {
         self.failure(info, info.code, info.class, format!("no answer within the {seconds} s deadline"))
     }
 
-    /// Uniform jitter in `0..=max_jitter_ms` from the seeded generator (none without a seed).
+    /// Uniform jitter in `0..=max_jitter_ms` from the seeded generator (none without a seed):
+    /// SplitMix64, whose 64-bit state is the snapshot's `rng`.
     fn jitter(&mut self) -> u64 {
         if self.config.jitter_seed.is_none() || self.config.max_jitter_ms == 0 {
             return 0;
         }
-        self.state.rng = self.state.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % (self.config.max_jitter_ms + 1)
+        let mut generator = SplitMix64::from_seed(self.state.rng.to_le_bytes());
+        let draw = generator.next_u64();
+        self.state.rng = u64::from_le_bytes(generator.state());
+        draw % (self.config.max_jitter_ms + 1)
     }
-}
-
-/// Exponential backoff for submit retries: `base`, doubling, capped at 60 s.
-fn backoff(retry: u32, base: u64) -> u64 {
-    base.saturating_mul(1 << (retry.saturating_sub(1)).min(16)).min(60_000)
 }
 
 fn code_info(code: &str) -> &'static CodeInfo {

@@ -5,9 +5,6 @@
 //! and an optional `extra` object of pass-through parameters:
 //! `{"type": "recaptcha_v2", "sitekey": "6Le...", "pageurl": "https://example.com/login"}`.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
@@ -18,23 +15,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::codes;
-use crate::error::ValidationError;
-use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
+use crate::error::{ValidationError, field_must as must, invalid_task as invalid};
+use crate::image::{self, Image};
+use crate::registry::{self, EXTRA, FieldKind, FieldSpec, ImageLimits, TaskType, TypeSpec};
 use crate::reply::Field;
-
-/// Parameters that a task's `extra` object may never set (in any case, nor as `key[]`...).
-pub const RESERVED_PARAMS: &[&str] = &["key", "method", "json"];
-
-/// Base64 as images arrive: standard alphabet (URL-safe is mapped to it first), padding
-/// optional, non-zero trailing bits accepted (as peers' decoders do).
-const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new()
-        .with_decode_allow_trailing_bits(true)
-        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
-use registry::{MAX_EXTRA_NAME_BYTES, MAX_EXTRA_VALUE_BYTES};
 
 /// How the submit goes over the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,64 +54,6 @@ enum FieldValue {
     Int(i64),
     Image(Image),
     Images(Vec<Image>),
-}
-
-/// A decoded, checked image.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Image {
-    /// Canonical (padded, standard alphabet) base64 of the bytes.
-    pub base64: String,
-    /// The format its magic bytes show.
-    pub format: ImageFormat,
-    /// The decoded size in bytes.
-    pub len: usize,
-}
-
-/// The image formats CaptchaAI accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ImageFormat {
-    /// JPEG (`FF D8 FF`).
-    Jpeg,
-    /// PNG.
-    Png,
-    /// GIF87a or GIF89a.
-    Gif,
-}
-
-impl Image {
-    /// The image's bytes.
-    pub fn bytes(&self) -> Vec<u8> {
-        STANDARD.decode(&self.base64).unwrap_or_default()
-    }
-}
-
-impl ImageFormat {
-    /// The MIME type (`image/png`...).
-    pub fn mime(self) -> &'static str {
-        match self {
-            ImageFormat::Jpeg => "image/jpeg",
-            ImageFormat::Png => "image/png",
-            ImageFormat::Gif => "image/gif",
-        }
-    }
-
-    /// The file extension used for multipart uploads (`png`...).
-    pub fn extension(self) -> &'static str {
-        match self {
-            ImageFormat::Jpeg => "jpg",
-            ImageFormat::Png => "png",
-            ImageFormat::Gif => "gif",
-        }
-    }
-}
-
-fn invalid(field: impl Into<String>, message: impl Into<String>) -> ValidationError {
-    ValidationError::new(codes::INVALID_TASK, Some(field.into()), message)
-}
-
-/// "`field` <rule>", e.g. must("pageurl", "must not be empty").
-fn must(field: &str, rule: &str) -> ValidationError {
-    invalid(field, format!("`{field}` {rule}"))
 }
 
 impl Task {
@@ -189,8 +115,13 @@ impl Task {
         Ok(Task { spec, fields: Arc::new(Fields { values, extra }) })
     }
 
+    /// The task's type, as the registry lists it.
+    pub fn task_type(&self) -> TaskType {
+        TaskType::new(self.spec)
+    }
+
     /// The registry row of this task's type.
-    pub fn spec(&self) -> &'static TypeSpec {
+    pub(crate) fn spec(&self) -> &'static TypeSpec {
         self.spec
     }
 
@@ -312,21 +243,21 @@ impl Task {
             // in any case.
             let base = name.split('[').next().unwrap_or_default();
             let is = |param: &str| param.eq_ignore_ascii_case(base);
-            if RESERVED_PARAMS.iter().any(|p| is(p)) {
+            if EXTRA.engine_params.iter().any(|p| is(p)) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{base}` is set by the engine and cannot be overridden"),
                 ));
             }
             // Names go into the form unescaped (`FormWriter::push`): only these characters.
-            if name.is_empty() || name.len() > MAX_EXTRA_NAME_BYTES || !crate::http::is_plain_name(name) {
+            if name.is_empty() || name.len() > EXTRA.max_name_bytes || !crate::http::is_plain_name(name) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: parameter names must be 1-64 ASCII letters, digits, `_` or `-`"),
                 ));
             }
             let typed = self.spec.fields.iter().any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)));
-            if typed || generated.iter().any(|(p, _)| is(p)) || is(registry::MULTIPART_FILE_PARAM) {
+            if typed || generated.iter().any(|(p, _)| is(p)) || is(EXTRA.file_param) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
@@ -338,7 +269,7 @@ impl Task {
                 Value::Bool(b) => u8::from(*b).to_string(),
                 _ => return Err(invalid(&field, format!("`{field}` must be a string, number or boolean"))),
             };
-            if text.len() > MAX_EXTRA_VALUE_BYTES || text.chars().any(char::is_control) {
+            if text.len() > EXTRA.max_value_bytes || text.chars().any(char::is_control) {
                 return Err(invalid(&field, format!("`{field}` must be text up to 64 KiB without control characters")));
             }
             out.push((name.clone(), text));
@@ -461,16 +392,17 @@ fn clip(text: &str) -> String {
 fn parse_field(field: &'static FieldSpec, value: &Field<'_>) -> Result<FieldValue, ValidationError> {
     let name = field.name;
     Ok(match field.kind {
-        FieldKind::Text(max) => FieldValue::Text(text(name, value, max)?),
-        FieldKind::Url => FieldValue::Text(url(name, value)?),
+        FieldKind::Text { max_chars } => FieldValue::Text(text(name, value, max_chars)?),
+        FieldKind::Url { max_chars } => FieldValue::Text(url(name, value, max_chars)?),
         FieldKind::Flag | FieldKind::Sync => FieldValue::Flag(flag(name, value)?),
-        FieldKind::Score => FieldValue::Text(score(name, value)?),
-        FieldKind::Choice(options) => FieldValue::Text(choice(name, value, options)?.to_owned()),
-        FieldKind::Upload => FieldValue::Text(choice(name, value, registry::UPLOAD_MODES)?.to_owned()),
-        FieldKind::Int(min, max) => FieldValue::Int(int(name, value, min, max)?),
-        FieldKind::Proxy => FieldValue::Text(proxy(name, value)?),
-        FieldKind::Image => FieldValue::Image(image(name, value.as_str(), None)?),
-        FieldKind::ImageSet(count) => FieldValue::Images(image_set(name, value, count)?),
+        FieldKind::Score { min_tenths, max_tenths } => FieldValue::Text(score(name, value, min_tenths, max_tenths)?),
+        FieldKind::Choice { values } | FieldKind::Upload { modes: values } => {
+            FieldValue::Text(choice(name, value, values)?.to_owned())
+        }
+        FieldKind::Int { min, max } => FieldValue::Int(int(name, value, min, max)?),
+        FieldKind::Proxy { max_chars } => FieldValue::Text(proxy(name, value, max_chars)?),
+        FieldKind::Image(limits) => FieldValue::Image(image::decode(name, value.as_str(), limits)?),
+        FieldKind::Images { count, each } => FieldValue::Images(image_set(name, value, count, each)?),
     })
 }
 
@@ -495,8 +427,8 @@ fn text(name: &str, value: &Field<'_>, max: usize) -> Result<String, ValidationE
     Ok(text.into_owned())
 }
 
-fn url(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
-    let text = text(name, value, registry::MAX_URL_CHARS)?;
+fn url(name: &str, value: &Field<'_>, max_chars: usize) -> Result<String, ValidationError> {
+    let text = text(name, value, max_chars)?;
     let after =
         |scheme: &str| text.get(..scheme.len()).filter(|s| s.eq_ignore_ascii_case(scheme)).map(|s| &text[s.len()..]);
     let rest = after("https://")
@@ -530,9 +462,8 @@ fn number(name: &str, value: &Field<'_>) -> Result<f64, ValidationError> {
     n.filter(|n| n.is_finite()).ok_or_else(|| must(name, "must be a number"))
 }
 
-fn score(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
+fn score(name: &str, value: &Field<'_>, lo: u8, hi: u8) -> Result<String, ValidationError> {
     let n = number(name, value)?;
-    let (lo, hi) = registry::SCORE_TENTHS;
     if !(f64::from(lo) / 10.0..=f64::from(hi) / 10.0).contains(&n) {
         return Err(must(name, &format!("must be between 0.{lo} and 0.{hi}")));
     }
@@ -563,8 +494,8 @@ fn choice(name: &str, value: &Field<'_>, options: &'static [&'static str]) -> Re
 
 /// Checks `host:port` or `user:pass@host:port` (the solver's proxy; the scheme goes in
 /// `proxytype`).
-fn proxy(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
-    let text = text(name, value, registry::MAX_PROXY_CHARS)?;
+fn proxy(name: &str, value: &Field<'_>, max_chars: usize) -> Result<String, ValidationError> {
+    let text = text(name, value, max_chars)?;
     let bad = |why: &str| invalid(name, format!("`{name}` must look like host:port or user:pass@host:port ({why})"));
     if crate::text::find(&text, "://").is_some() {
         return Err(bad("no scheme: put HTTP, HTTPS, SOCKS4 or SOCKS5 in `proxytype`"));
@@ -600,169 +531,12 @@ fn proxy(name: &str, value: &Field<'_>) -> Result<String, ValidationError> {
     Ok(text)
 }
 
-fn image_set(name: &str, value: &Field<'_>, count: usize) -> Result<Vec<Image>, ValidationError> {
+fn image_set(name: &str, value: &Field<'_>, count: usize, each: ImageLimits) -> Result<Vec<Image>, ValidationError> {
     let Field::Json(Value::Array(items)) = value else {
         return Err(invalid(name, format!("`{name}` must be an array of {count} base64 images")));
     };
     if items.len() != count {
         return Err(invalid(name, format!("`{name}` must hold exactly {count} images (got {})", items.len())));
     }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| image(&format!("{name}[{i}]"), item.as_str(), Some(registry::MAX_BLS_SIDE_PX)))
-        .collect()
-}
-
-/// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
-/// are ignored).
-fn image(name: &str, value: Option<&str>, max_side: Option<u32>) -> Result<Image, ValidationError> {
-    let raw = value.ok_or_else(|| must(name, "must be a base64 string"))?;
-    let payload = match raw.strip_prefix("data:") {
-        Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),
-        None => raw,
-    };
-    if payload.len() > registry::MAX_IMAGE_BYTES * 2 {
-        return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
-    }
-    // Canonical standard base64 (the usual case) decodes as sent and is kept as sent: encoding
-    // its bytes gives it back. Anything else (whitespace, the URL-safe alphabet, missing padding,
-    // non-zero trailing bits) fails that strict decode and is compacted, decoded leniently and
-    // re-encoded. Strict first spares a per-byte pre-scan of every image (~7k instructions for
-    // a 720-byte image, callgrind).
-    let strict = STANDARD.decode(payload.as_bytes()).ok();
-    let canonical = strict.is_some();
-    let bytes = match strict {
-        Some(bytes) => bytes,
-        None => {
-            let compact: String = payload
-                .chars()
-                .filter(|c| !c.is_ascii_whitespace())
-                .map(|c| match c {
-                    '-' => '+',
-                    '_' => '/',
-                    c => c,
-                })
-                .collect();
-            LENIENT_BASE64.decode(compact.as_bytes()).map_err(|_| must(name, "is not valid base64"))?
-        }
-    };
-    if bytes.len() < registry::MIN_IMAGE_BYTES {
-        return Err(invalid(name, format!("`{name}` is smaller than {} bytes", registry::MIN_IMAGE_BYTES)));
-    }
-    if bytes.len() > registry::MAX_IMAGE_BYTES {
-        return Err(invalid(name, format!("`{name}` is larger than {} bytes", registry::MAX_IMAGE_BYTES)));
-    }
-    let format = sniff(&bytes).ok_or_else(|| must(name, "must be a jpg, png or gif image"))?;
-    if let (Some(max), Some((w, h))) = (max_side, dimensions(format, &bytes))
-        && (w > max || h > max)
-    {
-        return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
-    }
-    let base64 = if canonical { payload.to_owned() } else { STANDARD.encode(&bytes) };
-    Ok(Image { base64, format, len: bytes.len() })
-}
-
-/// Recognises an image by its magic bytes.
-pub fn sniff(bytes: &[u8]) -> Option<ImageFormat> {
-    registry::IMAGE_SIGNATURES.iter().find(|(magic, _)| bytes.starts_with(magic)).map(|(_, format)| *format)
-}
-
-/// Width and height from the image header, where the header can be read.
-pub fn dimensions(format: ImageFormat, bytes: &[u8]) -> Option<(u32, u32)> {
-    let be16 = |i: usize| Some(u32::from(u16::from_be_bytes([*bytes.get(i)?, *bytes.get(i + 1)?])));
-    match format {
-        ImageFormat::Png => {
-            let be32 = |i: usize| Some(u32::from_be_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
-            Some((be32(16)?, be32(20)?))
-        }
-        ImageFormat::Gif => {
-            let le16 = |i: usize| Some(u32::from(u16::from_le_bytes([*bytes.get(i)?, *bytes.get(i + 1)?])));
-            Some((le16(6)?, le16(8)?))
-        }
-        ImageFormat::Jpeg => {
-            let mut i = 2;
-            while i + 3 < bytes.len() {
-                if bytes[i] != 0xFF {
-                    return None;
-                }
-                let marker = bytes[i + 1];
-                if marker == 0xFF {
-                    i += 1;
-                    continue;
-                }
-                if (0xD0..=0xD9).contains(&marker) || marker == 0x01 {
-                    i += 2;
-                    continue;
-                }
-                let is_frame = (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
-                if is_frame {
-                    return Some((be16(i + 7)?, be16(i + 5)?));
-                }
-                i += 2 + usize::try_from(be16(i + 2)?).ok()?;
-            }
-            None
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn images_decode_leniently_and_encode_canonically() {
-        let gif = |tail: &str| {
-            let mut bytes = b"GIF89a".to_vec();
-            bytes.resize(119, 0); // 160 base64 characters, the last one `=`
-            let text = STANDARD.encode(&bytes);
-            image("image", Some(&format!("{}{tail}", text.trim_end_matches('='))), None)
-        };
-        assert_eq!(gif("").unwrap().base64, gif("=").unwrap().base64, "padding is optional");
-        assert!(gif("==").is_err(), "but must be right when present");
-        let url_safe = "R0lGODlh-_-_".to_owned() + &"A".repeat(150);
-        let decoded = image("image", Some(&url_safe), None).unwrap();
-        assert!(decoded.base64.starts_with("R0lGODlh+/+/"), "URL-safe input, standard output");
-        assert_eq!(decoded.bytes().len(), decoded.len);
-        for bad in ["R0lGODlh!", "a", "ab=c"] {
-            assert!(image("image", Some(bad), None).is_err(), "{bad}");
-        }
-    }
-
-    proptest::proptest! {
-        /// Whatever spelling the client sends (canonical, unpadded, wrapped in lines, URL-safe,
-        /// a data URI, non-zero trailing bits), the stored image is the canonical base64 of its
-        /// bytes.
-        #[test]
-        fn every_spelling_of_an_image_stores_its_canonical_base64(
-            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 94..160),
-            unpadded in proptest::prelude::any::<bool>(),
-            wrap in proptest::prelude::any::<bool>(),
-            url_safe in proptest::prelude::any::<bool>(),
-            data_uri in proptest::prelude::any::<bool>(),
-            trailing_bits in proptest::prelude::any::<bool>(),
-        ) {
-            let bytes = [b"GIF89a".as_slice(), &tail].concat();
-            let canonical = STANDARD.encode(&bytes);
-            let mut text = canonical.clone();
-            if unpadded {
-                text = text.trim_end_matches('=').to_owned();
-            }
-            if trailing_bits && let Some(head) = text.strip_suffix("A=") {
-                text = format!("{head}B="); // a non-zero bit past the last byte
-            }
-            if url_safe {
-                text = text.replace('+', "-").replace('/', "_");
-            }
-            if wrap {
-                text = text.as_bytes().chunks(76).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\r\n");
-            }
-            if data_uri {
-                text = format!("data:image/gif;base64,{text}");
-            }
-            let decoded = image("image", Some(&text), None).unwrap();
-            proptest::prop_assert_eq!(&decoded.base64, &canonical, "{}", text);
-            proptest::prop_assert_eq!(decoded.len, bytes.len());
-        }
-    }
+    items.iter().enumerate().map(|(i, item)| image::decode(&format!("{name}[{i}]"), item.as_str(), each)).collect()
 }

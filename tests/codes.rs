@@ -1,12 +1,11 @@
 //! Every error code's class and action, checked by driving a solve: the code arrives at submit
 //! and while polling, and the engine's next move must be the one the contract (§2) calls for.
-//! The expectations are written out here independently of `codes::TABLE`.
+//! The expectations are written out here independently of the code table (`codes()`).
 
 mod common;
 
 use RequestKind::{Poll, Submit, ThreadsInfo};
-use captchaai_engine::codes::{self, Class};
-use captchaai_engine::{Failure, RequestKind, Solve};
+use captchaai_engine::{Class, Failure, RequestKind, Solve, Source, codes};
 use common::*;
 
 /// What should happen when a code arrives.
@@ -65,14 +64,8 @@ const EXPECTED: &[(&str, Then, Then)] = &[
 ];
 
 /// Engine codes never arrive on the wire; they are checked elsewhere.
-const ENGINE_CODES: &[&str] = &[
-    codes::INVALID_TASK,
-    codes::INVALID_CONFIG,
-    codes::INVALID_KEY,
-    codes::TRANSPORT_ERROR,
-    codes::UNEXPECTED_REPLY,
-    codes::DEADLINE_EXCEEDED,
-];
+const ENGINE_CODES: &[&str] =
+    &["INVALID_TASK", "INVALID_CONFIG", "INVALID_KEY", "TRANSPORT_ERROR", "UNEXPECTED_REPLY", "DEADLINE_EXCEEDED"];
 
 /// The engine's next move, and the failure if it failed.
 fn observe(solve: &mut Solve, now: u64) -> (Then, Option<Failure>) {
@@ -112,16 +105,33 @@ fn every_code_has_its_documented_class_and_action() {
 
 #[test]
 fn the_table_and_this_test_cover_the_same_codes() {
-    for row in codes::TABLE {
-        let listed =
-            EXPECTED.iter().any(|(c, ..)| *c == row.code || (row.code == codes::NUMBERED && c.starts_with(row.code)));
-        assert!(listed || ENGINE_CODES.contains(&row.code), "{} has no expectation here", row.code);
+    for row in codes() {
+        let code = row.code();
+        let listed = EXPECTED.iter().any(|(c, ..)| *c == code || (code == "ERROR: " && c.starts_with(code)));
+        assert!(listed || ENGINE_CODES.contains(&code), "{code} has no expectation here");
+        assert_eq!(row.source() == Source::Engine, ENGINE_CODES.contains(&code), "{code}: engine code or not");
     }
     for (code, ..) in EXPECTED {
-        assert!(codes::lookup_wire(code).is_some(), "{code} is not recognised");
+        let known = codes().any(|row| row.code() == *code || (row.code() == "ERROR: " && code.starts_with("ERROR: ")));
+        assert!(known || *code == "ERROR_BRAND_NEW_CODE", "{code} is not in the table");
     }
-    assert!(codes::lookup_wire("INVALID_TASK").is_none(), "engine codes are not wire codes");
-    assert!(codes::lookup_wire("HELLO").is_none(), "words that are not codes are not codes");
+}
+
+/// A reply reading an engine code, or a word that is not a code, is an unreadable reply (retried
+/// after 5 s), never taken for a code.
+#[test]
+fn engine_codes_and_plain_words_are_not_wire_codes() {
+    for body in ["INVALID_TASK", "HELLO"] {
+        let (got, _) = at_submit_plain(body);
+        assert_eq!(got, Send(Submit, 5_000), "{body}");
+    }
+}
+
+fn at_submit_plain(body: &str) -> (Then, Option<Failure>) {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, body);
+    observe(&mut solve, 100)
 }
 
 #[test]
@@ -176,10 +186,11 @@ fn submit_retries_back_off_exponentially_then_give_up() {
     assert_eq!(waits, [10_000, 20_000, 40_000, 60_000, 60_000], "10 s doubling, capped at 60 s, five retries");
 }
 
-/// Submit retries back off from the code's retry-after, doubling, capped at 60 s, and the
-/// README states exactly these gaps (it once said "10 s doubling" for transport errors).
+/// Submit retries back off from the code's retry-after, doubling, capped at 60 s, and
+/// docs/outcomes.md states exactly this curve (the README once said "10 s doubling" for
+/// transport errors).
 #[test]
-fn submit_backoff_matches_the_table_and_the_readme() {
+fn submit_backoff_matches_the_table_and_the_docs() {
     let gaps = |fail: &dyn Fn(&mut captchaai_engine::Solve, u64, u32)| {
         let config = captchaai_engine::Config { deadline_ms: Some(600_000), ..Default::default() };
         let mut solve = start_with(&turnstile_task(), &config);
@@ -200,10 +211,11 @@ fn submit_backoff_matches_the_table_and_the_readme() {
     assert_eq!(transport, [5, 10, 20, 40, 60]);
     assert_eq!(unreadable, [5, 10, 20, 40, 60]);
     assert_eq!(server, [10, 20, 40, 60, 60]);
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(readme.contains("transport errors and unreadable replies 5 s (gaps of 5, 10, 20, 40 s)"), "README");
-    assert!(readme.contains("server errors 10 s (10, 20, 40, 60 s)"), "README");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/outcomes.md")).unwrap();
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stated = "starts at the code's retry-after (5 s for transport errors and unreadable replies, 10 s for server \
+                  errors), doubles and is capped at 60 s";
+    assert!(doc.contains(stated), "docs/outcomes.md no longer states the backoff");
 }
 
 fn json_reply_at(solve: &mut captchaai_engine::Solve, now: u64, id: u32, body: &str) {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError, registry};
+use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError, codes, task_types};
 use common::{KEY, PAGE, min_poll_gap};
 use proptest::prelude::*;
 
@@ -44,7 +44,7 @@ fn tasks() -> Vec<String> {
 
 fn body() -> impl Strategy<Value = Vec<u8>> {
     let text = |s: &str| Just(s.as_bytes().to_vec());
-    let code = prop::sample::select(captchaai_engine::codes::TABLE.iter().map(|r| r.code).collect::<Vec<_>>())
+    let code = prop::sample::select(codes().map(|r| r.code()).collect::<Vec<_>>())
         .prop_map(|c| format!(r#"{{"status":0,"request":"{c}"}}"#).into_bytes());
     prop_oneof![
         6 => text(r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#),
@@ -76,7 +76,7 @@ fn upstream() -> impl Strategy<Value = Upstream> {
 
 fn config() -> impl Strategy<Value = Config> {
     // Deadlines from just past the longest default first wait (shorter ones are refused).
-    let longest_first_wait = registry::TYPES.iter().map(|t| t.initial_wait_ms).max().unwrap_or(0);
+    let longest_first_wait = task_types().map(|t| t.first_wait_ms()).max().unwrap_or(0);
     (
         prop::option::of(longest_first_wait + 1..200_000),
         prop::option::of(any::<u64>()),
@@ -147,8 +147,8 @@ fn drive(task: &str, config: &Config, start: u64, script: &[Upstream], restore_a
 }
 
 fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
-    let spec = Task::from_json(task).unwrap().spec();
-    let deadline = start + config.deadline_ms.unwrap_or(spec.deadline_ms);
+    let task_type = Task::from_json(task).unwrap().task_type();
+    let deadline = start + config.deadline_ms.unwrap_or(task_type.deadline_ms());
     let mut last_task_request: Option<(u64, RequestKind)> = None;
     for (at, output) in &run.outputs {
         match output {

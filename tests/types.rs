@@ -3,8 +3,7 @@
 
 mod common;
 
-use captchaai_engine::registry::{self, AnswerShape};
-use captchaai_engine::{Body, Config, Output, Solve};
+use captchaai_engine::{AnswerShape, Body, Config, FieldKind, Output, Solve, TaskType, task_types};
 use common::*;
 
 /// Decodes a form body into its pairs, checking the key comes first.
@@ -292,28 +291,29 @@ fn multipart_upload_carries_the_key_fields_and_the_file() {
 
 #[test]
 fn registry_rows_hold_the_documented_timings_and_answers() {
-    let row = |name| registry::lookup(name).unwrap();
+    let row = |name| task_types().find(|t| t.name() == name).unwrap();
     for name in ["recaptcha_v2", "recaptcha_v2_enterprise"] {
-        assert_eq!((row(name).initial_wait_ms, row(name).token_ttl_ms), (26_000, Some(120_000)));
+        assert_eq!((row(name).first_wait_ms(), row(name).token_ttl_ms()), (26_000, Some(120_000)));
     }
     for name in ["recaptcha_v3", "recaptcha_v3_enterprise"] {
-        assert_eq!((row(name).initial_wait_ms, row(name).token_ttl_ms), (10_000, Some(120_000)));
+        assert_eq!((row(name).first_wait_ms(), row(name).token_ttl_ms()), (10_000, Some(120_000)));
     }
-    assert_eq!(row("turnstile").token_ttl_ms, Some(300_000));
-    assert_eq!(row("cloudflare_challenge").deadline_ms, 300_000);
+    assert_eq!(row("turnstile").token_ttl_ms(), Some(300_000));
+    assert_eq!(row("cloudflare_challenge").deadline_ms(), 300_000);
     for name in ["cloudflare_challenge", "captchafox"] {
-        let proxy = |field| row(name).field(field).is_some_and(|f| f.required);
+        let proxy = |field| row(name).field(field).is_some_and(|f| f.required());
         assert!(proxy("proxy") && proxy("proxytype"), "{name} requires a proxy");
     }
-    assert_eq!(row("grid").answer, AnswerShape::Cells);
-    assert_eq!(row("bls").answer, AnswerShape::Cells);
-    assert_eq!(row("lemin").answer, AnswerShape::Object(&["answer", "challenge_uuid"]));
-    for spec in registry::TYPES {
-        assert!(spec.poll_interval_ms >= registry::MIN_POLL_INTERVAL_MS, "{}", spec.name);
-        assert!(spec.initial_wait_ms >= registry::MIN_FIRST_WAIT_MS, "{}", spec.name);
-        assert!(spec.deadline_ms > spec.initial_wait_ms, "{}", spec.name);
+    assert_eq!(row("grid").answer(), AnswerShape::Cells);
+    assert_eq!(row("bls").answer(), AnswerShape::Cells);
+    assert_eq!(row("lemin").answer(), AnswerShape::Object(&["answer", "challenge_uuid"]));
+    for spec in task_types() {
+        assert!(spec.poll_interval_ms() >= min_poll_gap(captchaai_engine::RequestKind::Poll), "{}", spec.name());
+        assert!(spec.first_wait_ms() >= min_poll_gap(captchaai_engine::RequestKind::Submit), "{}", spec.name());
+        assert!(spec.deadline_ms() > spec.first_wait_ms(), "{}", spec.name());
+        assert!(spec.answer_from().eq(["result", "request"]), "{}: `result` before `request`", spec.name());
     }
-    let names: Vec<&str> = registry::TYPES.iter().map(|t| t.name).collect();
+    let names: Vec<&str> = task_types().map(TaskType::name).collect();
     assert_eq!(names.len(), 14, "{names:?}");
 }
 
@@ -395,8 +395,9 @@ fn text_fields_refuse_every_control_character_and_count_characters_not_bytes() {
     for text in ["0x4AAA\u{a0}B", "0x4AAA\u{bf}é", "0x4AAA🙂"] {
         assert!(task(text).is_ok(), "{text:?}");
     }
-    let limit = registry::lookup("turnstile").unwrap().field("sitekey").map(|f| match f.kind {
-        registry::FieldKind::Text(max) => max,
+    let turnstile = task_types().find(|t| t.name() == "turnstile").unwrap();
+    let limit = turnstile.field("sitekey").map(|f| match f.kind() {
+        FieldKind::Text { max_chars } => max_chars,
         _ => unreachable!(),
     });
     let max = limit.unwrap();
@@ -410,13 +411,13 @@ fn text_fields_refuse_every_control_character_and_count_characters_not_bytes() {
 fn every_registry_parameter_name_needs_no_escaping() {
     let plain =
         |name: &str| !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    for spec in registry::TYPES {
-        assert!(plain(spec.method), "{}: method {}", spec.name, spec.method);
-        for field in spec.fields.iter().filter(|f| !f.param.is_empty()) {
-            assert!(plain(field.param), "{}: {}", spec.name, field.param);
+    for spec in task_types() {
+        assert!(plain(spec.method()), "{}: method {}", spec.name(), spec.method());
+        for param in spec.fields().filter_map(|f| f.param()) {
+            assert!(plain(param), "{}: {param}", spec.name());
         }
-        for (name, _) in spec.fixed {
-            assert!(plain(name), "{}: {name}", spec.name);
+        for (name, _) in spec.fixed_params() {
+            assert!(plain(name), "{}: {name}", spec.name());
         }
     }
 }

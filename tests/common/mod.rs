@@ -2,7 +2,7 @@
 //! reads like a transcript.
 #![allow(dead_code)]
 
-use captchaai_engine::{Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve, registry};
+use captchaai_engine::{Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve};
 
 pub const KEY: &str = "0123456789abcdef0123456789abcdef";
 pub const GOOGLEKEY: &str = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-";
@@ -11,9 +11,10 @@ pub const PAGE: &str = "https://portal.example.com/export";
 /// The least time from a task's previous request to its next poll: the poll interval's floor
 /// (5 s) after a poll, the first wait's floor (1 s) after a submit.
 pub fn min_poll_gap(previous: RequestKind) -> u64 {
+    let floor = |field| Config::limits().iter().find(|l| l.field == field).map(|l| l.min).unwrap();
     match previous {
-        RequestKind::Poll => registry::MIN_POLL_INTERVAL_MS,
-        _ => registry::MIN_FIRST_WAIT_MS,
+        RequestKind::Poll => floor("poll_interval_ms"),
+        _ => floor("initial_wait_ms"),
     }
 }
 

@@ -6,8 +6,8 @@
 //! `cargo xtask edge` (edge.rs): builds the Spin edge app and composes it with those exact engine
 //! bytes into `target/edge/captchaai_edge.wasm`.
 //!
-//! `cargo xtask openapi` (openapi.rs): writes the engine's per-type task schemas into
-//! `edge/openapi.json` (`--check`: fails if it is stale).
+//! `cargo xtask openapi` (openapi.rs): writes the per-type task schemas (schema.rs, derived from
+//! the engine's read-only type listing) into `edge/openapi.json` (`--check`: fails if it is stale).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +18,7 @@ use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
 mod edge;
 mod openapi;
+mod schema;
 
 /// The component must stay under this many bytes.
 const SIZE_BUDGET: usize = 512 * 1024;

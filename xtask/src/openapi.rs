@@ -1,5 +1,5 @@
-//! `cargo xtask openapi`: writes the per-type task schemas that the engine derives from its type
-//! table (`captchaai_engine::schema::task_schemas`) into `edge/openapi.json`
+//! `cargo xtask openapi`: writes the per-type task schemas derived from the engine's type table
+//! (`schema.rs`, over `captchaai_engine::task_types`) into `edge/openapi.json`
 //! (`components.schemas`: `Task` and every `Task_<type>`), keeping the rest of the document as
 //! it is, key order included.
 //!
@@ -18,6 +18,8 @@ use anyhow::{Context, Result, bail};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
+
+use crate::schema;
 
 pub fn openapi() -> Result<()> {
     let path = document_path()?;
@@ -57,10 +59,10 @@ pub fn render(document: &str) -> Result<String> {
         .and_then(|c| c.get_mut("schemas"))
         .and_then(Ordered::entries_mut)
         .context("edge/openapi.json has no components.schemas object")?;
-    let generated = captchaai_engine::schema::task_schemas();
+    let generated = schema::task_schemas();
     let mut fresh = vec![("Task".to_owned(), Ordered::from(&generated["Task"]))];
-    for spec in captchaai_engine::registry::TYPES {
-        let name = captchaai_engine::schema::component_name(spec);
+    for task_type in captchaai_engine::task_types() {
+        let name = schema::component_name(task_type);
         fresh.push((name.clone(), Ordered::from(&generated[&name])));
     }
     let is_task = |name: &str| name == "Task" || name.starts_with("Task_");
@@ -229,7 +231,7 @@ mod tests {
         let schemas = value["components"]["schemas"].as_object().unwrap();
         assert!(schemas.get("Task_gone").is_none());
         assert_eq!(schemas["A"], serde_json::json!([1.5, null]));
-        assert_eq!(schemas.len(), 2 + 1 + captchaai_engine::registry::TYPES.len());
+        assert_eq!(schemas.len(), 2 + 1 + captchaai_engine::task_types().len());
         assert!(text.find("\"Z\"").unwrap() < text.find("\"Task\"").unwrap());
         assert!(text.find("\"Task_bls\"").unwrap() < text.find("\"A\"").unwrap());
     }

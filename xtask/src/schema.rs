@@ -1,9 +1,9 @@
-//! JSON Schemas of task JSON, derived from the registry ([`crate::registry::TYPES`]) and its
-//! limits, never written by hand: one schema per captcha type and a `oneOf` over them with a
-//! `type` discriminator, in OpenAPI 3.0 form (`nullable`, no type lists) for `edge/openapi.json`
-//! (`cargo xtask openapi` writes them there).
+//! JSON Schemas of task JSON, derived from the engine's read-only type listing
+//! (`captchaai_engine::task_types`) and its limits, never written by hand: one schema per captcha
+//! type and a `oneOf` over them with a `type` discriminator, in OpenAPI 3.0 form (`nullable`, no
+//! type lists) for `edge/openapi.json` (`cargo xtask openapi` writes them there).
 //!
-//! Contract: every task valid against its type's schema is accepted by [`crate::Task`]
+//! Contract: every task valid against its type's schema is accepted by `captchaai_engine::Task`
 //! validation (patterns read with ECMA-262 semantics, where `$` is the end of the text). Where
 //! the validator takes more than JSON Schema can say exactly, the schema says less: images are
 //! plain base64 without a `data:` prefix or whitespace, BLS images are GIF or PNG whose header
@@ -11,9 +11,8 @@
 //! decimals, numbers for short text fields are integers written as such, and `extra` is left out (its exact rules, in the `x-extra` extension, need
 //! `propertyNames`, which OpenAPI 3.0 lacks).
 
+use captchaai_engine::{FieldKind, ImageFormat, ImageLimits, TaskField, TaskType, task_types};
 use serde_json::{Map, Value, json};
-
-use crate::registry::{self, FieldKind, FieldSpec, TypeSpec};
 
 /// Control characters (`char::is_control`: Unicode category Cc).
 const CONTROL: &[(u32, u32)] = &[(0x00, 0x1F), (0x7F, 0x9F)];
@@ -41,12 +40,12 @@ pub fn task_schemas() -> Value {
     let mut schemas = Map::new();
     let mut one_of = Vec::new();
     let mut mapping = Map::new();
-    for spec in registry::TYPES {
-        let name = component_name(spec);
+    for task_type in task_types() {
+        let name = component_name(task_type);
         let reference = format!("#/components/schemas/{name}");
         one_of.push(json!({ "$ref": reference }));
-        mapping.insert(spec.name.to_owned(), Value::String(reference));
-        schemas.insert(name, task_schema(spec));
+        mapping.insert(task_type.name().to_owned(), Value::String(reference));
+        schemas.insert(name, task_schema(task_type));
     }
     schemas.insert(
         "Task".to_owned(),
@@ -62,27 +61,27 @@ pub fn task_schemas() -> Value {
 }
 
 /// The component name of a type's schema: `Task_<type>`.
-pub fn component_name(spec: &TypeSpec) -> String {
-    format!("Task_{}", spec.name)
+pub fn component_name(task_type: TaskType) -> String {
+    format!("Task_{}", task_type.name())
 }
 
 /// The schema of one type's task JSON.
-pub fn task_schema(spec: &TypeSpec) -> Value {
+pub fn task_schema(spec: TaskType) -> Value {
     let mut properties = Map::new();
-    properties.insert("type".to_owned(), json!({ "type": "string", "enum": [spec.name] }));
+    properties.insert("type".to_owned(), json!({ "type": "string", "enum": [spec.name()] }));
     let mut required = vec![Value::String("type".to_owned())];
-    for field in spec.fields {
+    for field in spec.fields() {
         let mut schema = field_schema(field);
-        if field.required {
-            required.push(Value::String(field.name.to_owned()));
+        if field.required() {
+            required.push(Value::String(field.name().to_owned()));
         } else {
             // A null optional field counts as left out.
             schema = nullable(schema);
         }
-        if let (Some(default), Value::Object(object)) = (field.default, &mut schema) {
+        if let (Some(default), Value::Object(object)) = (field.default(), &mut schema) {
             object.insert("default".to_owned(), Value::String(default.to_owned()));
         }
-        properties.insert(field.name.to_owned(), schema);
+        properties.insert(field.name().to_owned(), schema);
     }
     let mut schema = json!({
         "type": "object",
@@ -91,7 +90,8 @@ pub fn task_schema(spec: &TypeSpec) -> Value {
              `extra` object of pass-through parameters, whose exact rules are in `x-extra`: they need \
              `propertyNames`, which OpenAPI 3.0 lacks, so this schema leaves `extra` out rather than admit \
              names the engine refuses.",
-            spec.name, spec.method
+            spec.name(),
+            spec.method()
         ),
         "required": required,
         "properties": properties,
@@ -107,10 +107,10 @@ pub fn task_schema(spec: &TypeSpec) -> Value {
 
 /// Rules between fields, as `Task`'s combination checks apply them: `proxy` and `proxytype`
 /// both or neither; `min_len` at most `max_len` when `max_len` is above 0.
-fn combinations(spec: &TypeSpec) -> Vec<Value> {
+fn combinations(spec: TaskType) -> Vec<Value> {
     let mut rules = Vec::new();
     if let (Some(proxy), Some(proxytype)) = (spec.field("proxy"), spec.field("proxytype"))
-        && !(proxy.required && proxytype.required)
+        && !(proxy.required() && proxytype.required())
     {
         rules.push(json!({
             "description": "`proxy` and `proxytype` go together.",
@@ -124,7 +124,8 @@ fn combinations(spec: &TypeSpec) -> Vec<Value> {
         }));
     }
     if let (Some(min), Some(max)) = (spec.field("min_len"), spec.field("max_len"))
-        && let (FieldKind::Int(min_lo, min_hi), FieldKind::Int(max_lo, max_hi)) = (min.kind, max.kind)
+        && let (FieldKind::Int { min: min_lo, max: min_hi }, FieldKind::Int { min: max_lo, max: max_hi }) =
+            (min.kind(), max.kind())
     {
         let mut branches = vec![
             json!({ "properties": { "min_len": null_only() } }),
@@ -148,13 +149,13 @@ fn combinations(spec: &TypeSpec) -> Vec<Value> {
 }
 
 /// The schema of one field's value (without null).
-fn field_schema(field: &FieldSpec) -> Value {
-    let param = if field.param.is_empty() { String::new() } else { format!(" Sent as `{}`.", field.param) };
-    let mut schema = match field.kind {
-        FieldKind::Text(max) => text_schema(max),
-        FieldKind::Url => json!({
+fn field_schema(field: TaskField) -> Value {
+    let param = field.param().map(|param| format!(" Sent as `{param}`.")).unwrap_or_default();
+    let mut schema = match field.kind() {
+        FieldKind::Text { max_chars } => text_schema(max_chars),
+        FieldKind::Url { max_chars } => json!({
             "type": "string",
-            "maxLength": registry::MAX_URL_CHARS,
+            "maxLength": max_chars,
             "pattern": url_pattern(),
             "description": "An absolute http:// or https:// URL with a host and no spaces.",
         }),
@@ -166,22 +167,22 @@ fn field_schema(field: &FieldSpec) -> Value {
             ],
             "description": "true or false (also 0/1, \"true\"/\"false\").",
         }),
-        FieldKind::Score => score_schema(),
-        FieldKind::Choice(options) => choice_schema(options),
-        FieldKind::Upload => choice_schema(registry::UPLOAD_MODES),
-        FieldKind::Int(lo, hi) => int_schema(lo, hi),
-        FieldKind::Proxy => json!({
+        FieldKind::Score { min_tenths, max_tenths } => score_schema(min_tenths, max_tenths),
+        FieldKind::Choice { values } => choice_schema(values),
+        FieldKind::Upload { modes } => choice_schema(modes),
+        FieldKind::Int { min, max } => int_schema(min, max),
+        FieldKind::Proxy { max_chars } => json!({
             "type": "string",
-            "maxLength": registry::MAX_PROXY_CHARS,
+            "maxLength": max_chars,
             "pattern": proxy_pattern(),
             "description": "host:port or user:pass@host:port (the scheme goes in `proxytype`).",
         }),
-        FieldKind::Image => image_schema(&image_rules(None)),
-        FieldKind::ImageSet(count) => json!({
+        FieldKind::Image(limits) => image_schema(limits),
+        FieldKind::Images { count, each } => json!({
             "type": "array",
             "minItems": count,
             "maxItems": count,
-            "items": image_schema(&image_rules(Some(registry::MAX_BLS_SIDE_PX))),
+            "items": image_schema(each),
             "description": format!("Exactly {count} base64 images."),
         }),
     };
@@ -277,8 +278,7 @@ fn choice_schema(options: &[&str]) -> Value {
 }
 
 /// A score in tenths' range: a JSON number, or a decimal string.
-fn score_schema() -> Value {
-    let (lo, hi) = registry::SCORE_TENTHS;
+fn score_schema(lo: u8, hi: u8) -> Value {
     let trim = format!("[{}]*", class_body(WHITESPACE));
     let below = if hi > lo { format!("[{lo}-{}][0-9]*|", hi - 1) } else { String::new() };
     json!({
@@ -319,11 +319,11 @@ enum Byte {
     AtMost(u8),
 }
 
-/// The allowed starts of an image: each registry signature, and for a side limit only the
+/// The allowed starts of an image: each accepted signature, and for a side limit only the
 /// formats whose header the engine reads (GIF, PNG) with both sides within it.
 fn image_rules(max_side: Option<u32>) -> Vec<Vec<Byte>> {
     let mut starts = Vec::new();
-    for (magic, format) in registry::IMAGE_SIGNATURES {
+    for (magic, format) in ImageFormat::signatures() {
         let mut rule: Vec<Byte> = magic.iter().map(|b| Byte::Is(*b)).collect();
         if let Some(max) = max_side {
             // The high byte of a side at most `high` keeps it at most 256 * (high + 1) - 1.
@@ -333,15 +333,15 @@ fn image_rules(max_side: Option<u32>) -> Vec<Vec<Byte>> {
             }
             match format {
                 // Width and height: little-endian u16 at bytes 6 and 8.
-                crate::ImageFormat::Gif => rule.extend([Byte::Any, Byte::AtMost(high), Byte::Any, Byte::AtMost(high)]),
+                ImageFormat::Gif => rule.extend([Byte::Any, Byte::AtMost(high), Byte::Any, Byte::AtMost(high)]),
                 // IHDR: big-endian u32 width and height at bytes 16 and 20.
-                crate::ImageFormat::Png => {
+                ImageFormat::Png => {
                     rule.resize(16, Byte::Any);
                     for _ in 0..2 {
                         rule.extend([Byte::Is(0), Byte::Is(0), Byte::AtMost(high), Byte::Any]);
                     }
                 }
-                crate::ImageFormat::Jpeg => continue,
+                ImageFormat::Jpeg => continue,
             }
         }
         starts.push(rule);
@@ -349,12 +349,13 @@ fn image_rules(max_side: Option<u32>) -> Vec<Vec<Byte>> {
     starts
 }
 
-/// A base64 image whose start follows one of `starts`, of the registry's allowed size: the
-/// pattern holds the lower bound (whole groups of 4 characters, then an optional last group of
-/// 2 or 3 with optional right padding), `maxLength` the upper one (a bounded repeat of some
+/// A base64 image within `limits`: its start follows one of [`image_rules`], and the pattern
+/// holds the lower bound of its size (whole groups of 4 characters, then an optional last group
+/// of 2 or 3 with optional right padding), `maxLength` the upper one (a bounded repeat of some
 /// 350,000 groups is more than some generators take).
-fn image_schema(starts: &[Vec<Byte>]) -> Value {
-    let (min, max) = (registry::MIN_IMAGE_BYTES, registry::MAX_IMAGE_BYTES);
+fn image_schema(limits: ImageLimits) -> Value {
+    let starts = image_rules(limits.max_side_px);
+    let (min, max) = (limits.min_bytes, limits.max_bytes);
     let alternatives: Vec<String> = starts
         .iter()
         .map(|rule| {
@@ -480,19 +481,20 @@ fn base64_lengths(min: usize, max: usize) -> (usize, usize) {
 
 /// The `extra` object: parameter names of 1-64 letters, digits, `_` or `-` that are not the
 /// engine's own (any case), values text, numbers or booleans.
-fn extra_schema(spec: &TypeSpec) -> Value {
-    let mut taken: Vec<String> = crate::task::RESERVED_PARAMS.iter().map(|p| p.to_string()).collect();
-    taken.push(registry::MULTIPART_FILE_PARAM.to_owned());
-    for field in spec.fields {
-        taken.push(field.name.to_owned());
-        if !field.param.is_empty() {
-            taken.push(field.param.to_owned());
-            if let FieldKind::ImageSet(count) = field.kind {
-                taken.extend((1..=count).map(|i| format!("{}_{i}", field.param)));
+fn extra_schema(spec: TaskType) -> Value {
+    let extra = spec.extra();
+    let mut taken: Vec<String> = extra.engine_params.iter().map(|p| p.to_string()).collect();
+    taken.push(extra.file_param.to_owned());
+    for field in spec.fields() {
+        taken.push(field.name().to_owned());
+        if let Some(param) = field.param() {
+            taken.push(param.to_owned());
+            if let FieldKind::Images { count, .. } = field.kind() {
+                taken.extend((1..=count).map(|i| format!("{param}_{i}")));
             }
         }
     }
-    taken.extend(spec.fixed.iter().map(|(name, _)| name.to_string()));
+    taken.extend(spec.fixed_params().iter().map(|(name, _)| name.to_string()));
     taken.sort();
     taken.dedup();
     let taken: Vec<String> = taken.iter().map(|t| any_case(t)).collect();
@@ -502,13 +504,13 @@ fn extra_schema(spec: &TypeSpec) -> Value {
         "description": "Pass-through `in.php` parameters (JSON Schema): names the engine does not set itself, \
             values text without control characters, numbers or booleans (sent as 1/0); null is the same as none.",
         "propertyNames": {
-            "pattern": format!("^[A-Za-z0-9_-]{{1,{}}}$", registry::MAX_EXTRA_NAME_BYTES),
+            "pattern": format!("^[A-Za-z0-9_-]{{1,{}}}$", extra.max_name_bytes),
             "not": { "pattern": format!("^(?:{})$", taken.join("|")) },
         },
         "additionalProperties": {
             "anyOf": [
                 // Characters are up to 4 bytes of UTF-8.
-                { "type": "string", "maxLength": registry::MAX_EXTRA_VALUE_BYTES / 4, "pattern": format!("^{allowed}*$") },
+                { "type": "string", "maxLength": extra.max_value_bytes / 4, "pattern": format!("^{allowed}*$") },
                 { "type": "number" },
                 { "type": "boolean" },
             ],
@@ -583,13 +585,13 @@ mod tests {
     fn every_type_has_a_schema() {
         let schemas = task_schemas();
         let one_of = schemas["Task"]["oneOf"].as_array().unwrap();
-        assert_eq!(one_of.len(), registry::TYPES.len());
-        for spec in registry::TYPES {
+        assert_eq!(one_of.len(), task_types().len());
+        for spec in task_types() {
             let schema = &schemas[component_name(spec)];
             let required: Vec<&str> =
                 schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-            for field in spec.fields {
-                assert_eq!(required.contains(&field.name), field.required, "{} {}", spec.name, field.name);
+            for field in spec.fields() {
+                assert_eq!(required.contains(&field.name()), field.required(), "{} {}", spec.name(), field.name());
             }
         }
     }
