@@ -1,8 +1,9 @@
 //! An independent oracle: what the README's tables say a solve must do against a scripted
 //! upstream, written from README "Outcomes and error codes", "Config" and the task table, and
 //! from the rows of `src/codes.rs` (as a reader of the table, not its code). It shares nothing
-//! with `solve.rs` and does not read `codes::TABLE`: its own small table below lists every code
-//! the fake upstream sends. It predicts every request (kind and due time) and the outcome.
+//! with `solve.rs` and does not read the engine's table (`captchaai_engine::codes()`): its own
+//! small table below lists every code the fake upstream sends. It predicts every request (kind
+//! and due time) and the outcome.
 
 use captchaai_engine::{Class, Config, RequestKind, TransportError};
 
