@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo build --release --quiet -p host-tests --bin bench
+cargo build --release --quiet -p captchaai-benches --bin driver-bench
 out=target/variants
 mkdir -p "$out"
 variants=("z -Oz" "s -Oz" "s -Os" "2 -O2" "3 none" "3 -O3")
@@ -21,14 +21,14 @@ for v in "${variants[@]}"; do
   size=$(stat -c %s "$wasm")
   best=""
   for _ in 1 2 3; do
-    us=$(CAPTCHAAI_ENGINE_WASM="$wasm" target/release/bench --canned 20000 | sed -n 's/^full solve.*: \([0-9.]*\) µs.*/\1/p')
+    us=$(CAPTCHAAI_ENGINE_WASM="$wasm" target/release/driver-bench --canned 20000 | sed -n 's/^full solve.*: \([0-9.]*\) µs.*/\1/p')
     if [ -z "$best" ] || awk "BEGIN{exit !($us < $best)}"; then best=$us; fi
   done
   instr="-"
   if command -v valgrind >/dev/null 2>&1; then
     count() {
       CAPTCHAAI_ENGINE_WASM="$wasm" valgrind --tool=callgrind --smc-check=all-non-file \
-        --callgrind-out-file=/dev/null target/release/bench --canned "$1" --canned-snapshots 0 2>&1 \
+        --callgrind-out-file=/dev/null target/release/driver-bench --canned "$1" --canned-snapshots 0 2>&1 \
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
     }
     a=$(count 200); b=$(count 1200)

@@ -8,14 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo xtask component >/dev/null
-cargo build --release --quiet -p host-tests --bin bench
+cargo build --release --quiet -p captchaai-benches --bin driver-bench
 venv=target/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check captchaai==1.0.1
 
 native=$(cargo bench --quiet --bench solve -- --noplot "full solve \(validated" 2>/dev/null \
   | sed -n 's/.*time: *\[[^ ]* [^ ]* \([0-9.]*\) \([nµm]s\).*/\1 \2/p' | head -n 1)
-component=$(target/release/bench --canned 20000)
+component=$(target/release/driver-bench --canned 20000)
 solve_us=$(sed -n 's/^full solve.*: \([0-9.]*\) µs (\([0-9]*\) calls).*/\1 µs (\2 calls)/p' <<<"$component")
 snapshot_us=$(sed -n 's/^checkpoint (snapshot-state) through the component (\([0-9]*\) bytes): \([0-9.]*\) µs/\2 µs (\1 bytes)/p' <<<"$component")
 sdk=$("$venv/bin/python" benches/python/sdk_engine.py)

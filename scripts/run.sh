@@ -33,10 +33,10 @@ trap 'exit 143' TERM
 
 source scripts/setup.sh
 
-step "building the engine component, the edge app and edge-hello"
+step "building the engine component, the edge app and the hello component"
 build_all
 step "building the serve host and the emulator (release; the first build takes a few minutes)"
-cargo build --release -p host-tests -p captchaai-emulator
+cargo build --release -p captchaai-serve -p captchaai-emulator
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
@@ -71,7 +71,7 @@ step "starting the edge app on http://127.0.0.1:$PORT (key-value store: $STORE_T
 SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" \
 SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" \
 SPIN_VARIABLE_API_BASE="$API_BASE" \
-  target/release/captchaai serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
+  target/release/captchaai-serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
     "${STORE_ARGS[@]}" --cache-dir target/component-cache &
 SERVE_PID=$!
 CHILDREN=("$SERVE_PID" "${CHILDREN[@]}")

@@ -26,5 +26,5 @@ fi
 build_all() {
   cargo xtask component
   cargo xtask edge
-  cargo build --quiet --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release
+  cargo build --quiet --manifest-path host-tests/edge-hello/Cargo.toml --target wasm32-wasip2 --release
 }

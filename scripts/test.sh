@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: format and lint (workspace, edge app, hello component), the builds (the engine
-# component must import nothing and fit 512 KiB), then the engine's unit/property/vector tests,
-# the .wasm in wasmtime, the emulator, end-to-end solves, the Spin host and the edge API.
+# Runs every test: the builds (the engine component must import nothing and fit 512 KiB; the
+# `captchaai` crate embeds it), format, lint and import circles, then the engine's
+# unit/property/vector tests, the .wasm in wasmtime, the emulator, end-to-end solves, the serve
+# host and the edge API (under the serve host and real Spin, on SQLite and Redis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -13,18 +14,19 @@ if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>
     || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >/dev/null; }
 fi
 
-echo "== format and lint"
-cargo fmt --all --check
-cargo fmt --manifest-path edge/Cargo.toml --check
-cargo fmt --manifest-path edge-hello/Cargo.toml --check
-cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo clippy --manifest-path edge/Cargo.toml --target wasm32-wasip2 --quiet -- -D warnings
-
 echo "== build: engine component (imports, size), edge app, hello component"
 build_all
 
-echo "== tests"
-cargo test --workspace --quiet
+echo "== format, lint, import circles"
+cargo fmt --all --check
+cargo fmt --manifest-path edge/Cargo.toml --check
+cargo fmt --manifest-path host-tests/edge-hello/Cargo.toml --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo clippy --manifest-path edge/Cargo.toml --target wasm32-wasip2 --quiet -- -D warnings
+python3 scripts/check-imports.py
+
+echo "== tests (with the ignored ones: real Spin and Redis, which this script provides)"
+cargo test --workspace --quiet -- --include-ignored
 
 # Issue 10: the fuzz targets' bodies over their seeds and every regression input (no nightly or
 # cargo-fuzz: installing cargo-fuzz and building the targets takes over 5 minutes), and the

@@ -7,7 +7,7 @@
 #   edge/contract/run.sh            # build what is missing or stale, then test
 #   CONTRACT_EXAMPLES=N             # schemathesis --max-examples per operation (default 20)
 #   CONTRACT_PROPS_EXAMPLES=N       # schema_props.py examples per type (default 40; 0 skips it)
-#   CONTRACT_SERVE=1                # also run the contract on `captchaai serve --manifest spin.toml`
+#   CONTRACT_SERVE=1                # also run the contract on `captchaai-serve --manifest spin.toml`
 #   CONTRACT_SERVE_PROFILE=release  # cargo profile of that serve host (default dev: the build
 #                                   # `cargo test` already made; its dependencies are optimized)
 # Where no Spin CLI is present the contract runs on the serve host instead (printed as SKIPPED
@@ -64,7 +64,11 @@ stat_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]]
 # 1. Tools and builds.
 SPIN=${SPIN_BIN:-$ROOT/../shared/tools/spin/spin}
 if [[ ! -x $SPIN ]]; then
-  say "SKIPPED under real Spin: no Spin CLI at $SPIN (set SPIN_BIN); the contract runs on captchaai serve"
+  if [[ ${CI:-} == true ]]; then
+    say "FAILED: no Spin CLI at $SPIN; CI runs the contract under real Spin (set SPIN_BIN to a Spin 4.1+ binary)"
+    exit 1
+  fi
+  say "SKIPPED under real Spin: no Spin CLI at $SPIN (set SPIN_BIN); the contract runs on captchaai-serve"
   SPIN=
   CONTRACT_SERVE=1
 fi
@@ -155,15 +159,15 @@ fi
 if [[ ${CONTRACT_SERVE:-0} == 1 ]]; then
   SERVE_PORT=$(free_port)
   profile=${CONTRACT_SERVE_PROFILE:-dev}
-  say "building captchaai (cargo profile $profile)"
-  cargo build --profile "$profile" --quiet -p host-tests --bin captchaai
-  [[ $profile == dev ]] && serve_bin=target/debug/captchaai || serve_bin=target/$profile/captchaai
+  say "building captchaai-serve (cargo profile $profile)"
+  cargo build --profile "$profile" --quiet -p captchaai-serve
+  [[ $profile == dev ]] && serve_bin=target/debug/captchaai-serve || serve_bin=target/$profile/captchaai-serve
   SPIN_VARIABLE_CAPTCHAAI_KEY=$KEY SPIN_VARIABLE_CLIENT_TOKENS=$TOKEN SPIN_VARIABLE_API_BASE=$EMULATOR \
-    "$serve_bin" serve --manifest spin.toml --listen "127.0.0.1:$SERVE_PORT" --state-dir "$WORK/serve-state" \
+    "$serve_bin" --manifest spin.toml --listen "127.0.0.1:$SERVE_PORT" --state-dir "$WORK/serve-state" \
     >"$WORK/serve.log" 2>&1 &
   PIDS+=($!)
-  wait_http "http://127.0.0.1:$SERVE_PORT/healthz" 60 || { say "captchaai serve did not serve"; cat "$WORK/serve.log"; exit 1; }
-  say "captchaai serve on 127.0.0.1:$SERVE_PORT"
+  wait_http "http://127.0.0.1:$SERVE_PORT/healthz" 60 || { say "captchaai-serve did not serve"; cat "$WORK/serve.log"; exit 1; }
+  say "captchaai-serve on 127.0.0.1:$SERVE_PORT"
   contract "http://127.0.0.1:$SERVE_PORT" serve
 fi
 say "passed"

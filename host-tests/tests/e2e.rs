@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use host_tests::driver::{
-    Clock, Config, EngineHost, FailureClass, Runner, RunnerOptions, SolveReport, default_component_path,
-};
-use host_tests::emulator::{Emulator, EmulatorConfig, Fault, RecordedRequest};
+use captchaai::{Clock, Config, EngineHost, FailureClass, Runner, RunnerOptions, SolveReport};
+use captchaai_emulator::{Emulator, EmulatorConfig, Fault, RecordedRequest};
 
 const SCALE: f64 = 100.0;
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -23,7 +21,7 @@ async fn emulator(config: EmulatorConfig) -> Emulator {
 }
 
 fn runner() -> Runner {
-    let host = EngineHost::load(&default_component_path(), None).expect("the component (run `cargo xtask component`)");
+    let host = EngineHost::embedded(None).expect("the embedded engine component");
     Runner::new(host, RunnerOptions::new(Clock::scaled(SCALE), 64)).unwrap()
 }
 
@@ -106,7 +104,7 @@ fn tasks() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn solved(report: &SolveReport) -> &host_tests::driver::Solution {
+fn solved(report: &SolveReport) -> &captchaai::Solution {
     match &report.outcome {
         Ok(solution) => solution,
         Err(f) => panic!("failed: {} ({:?}): {}", f.code, f.class, f.message),
@@ -153,7 +151,7 @@ async fn every_captcha_type_is_solved_against_the_emulator() {
             "recaptcha_v2_enterprise" | "recaptcha_v3_enterprise" | "cloudflare_challenge" | "captchafox"
         );
         assert_eq!(has_ua, wants_ua, "{name}: user agent");
-        let structured = matches!(solution.answer, host_tests::driver::Answer::Json(_));
+        let structured = matches!(solution.answer, captchaai::Answer::Json(_));
         assert_eq!(
             structured,
             matches!(name, "geetest_v3" | "geetest_v4" | "lemin" | "grid" | "bls"),

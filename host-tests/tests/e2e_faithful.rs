@@ -9,10 +9,8 @@
 
 use std::sync::Arc;
 
-use host_tests::driver::{
-    Clock, Config, EngineHost, FailureClass, Runner, RunnerOptions, SolveReport, default_component_path,
-};
-use host_tests::emulator::{BusyThreads, Emulator, EmulatorConfig, NoPlan, RecordedRequest};
+use captchaai::{Clock, Config, EngineHost, FailureClass, Runner, RunnerOptions, SolveReport};
+use captchaai_emulator::{BusyThreads, Emulator, EmulatorConfig, NoPlan, RecordedRequest};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 const PAGE: &str = "https://portal.example.com/export";
@@ -28,7 +26,7 @@ async fn emulator(config: EmulatorConfig, scale: f64) -> Emulator {
 }
 
 fn runner(scale: f64) -> Arc<Runner> {
-    let host = EngineHost::load(&default_component_path(), None).expect("the component (run `cargo xtask component`)");
+    let host = EngineHost::embedded(None).expect("the embedded engine component");
     Arc::new(Runner::new(host, RunnerOptions::new(Clock::scaled(scale), 64)).unwrap())
 }
 

@@ -12,18 +12,18 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use host_tests::serve::{Allocation, Limits, ServeConfig, Server};
+use captchaai_serve::{Allocation, Limits, ServeConfig, Server};
 
 /// Upper bound for anything a test waits for.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn hello_wasm() -> PathBuf {
     let path = std::env::var_os("EDGE_HELLO_WASM").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../edge-hello/target/wasm32-wasip2/release/edge_hello.wasm")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("edge-hello/target/wasm32-wasip2/release/edge_hello.wasm")
     });
     assert!(
         path.exists(),
-        "{} is missing; build it with cargo build --manifest-path edge-hello/Cargo.toml --target wasm32-wasip2 --release",
+        "{} is missing; build it with cargo build --manifest-path host-tests/edge-hello/Cargo.toml --target wasm32-wasip2 --release",
         path.display()
     );
     path

@@ -1,27 +1,27 @@
-//! The edge app on two `captchaai serve` processes sharing one Redis (a redis-server this test
-//! starts; skipped with a message only if it is not installed), against the real emulator:
+//! The edge app on two `captchaai-serve` processes sharing one Redis (a redis-server this test
+//! starts; ignored by default, run with `--include-ignored`), against the real emulator:
 //! three times the plan's threads of tasks at once, spread over both processes. The emulator's
 //! record shows busy threads never above the plan, every task solved, each submitted once and
 //! delivered (again from the other process, the same body). Needs the composed edge app
 //! (`cargo xtask component && cargo xtask edge`).
 
-mod serve_support;
 mod support;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use host_tests::emulator::{CaptchaKind, Emulator, EmulatorConfig};
-use serve_support::RedisServer;
+use captchaai_emulator::{CaptchaKind, Emulator, EmulatorConfig};
 use support::edge_client::{Clients, ServeProcess, solve_three_times_the_plan};
+use support::redis::RedisServer;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 const TOKEN: &str = "scale-test-token-7e57c0de";
 const PLAN: usize = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: --include-ignored"]
 async fn two_serve_processes_on_one_redis_never_oversubscribe_the_plan() {
-    let Some(redis) = RedisServer::start("scale") else { return };
+    let redis = RedisServer::start("scale");
     let emulator =
         Emulator::start(EmulatorConfig::default().with_seed(11).with_account(KEY, PLAN as u32).with_solve_time(
             CaptchaKind::Image,

@@ -3,11 +3,9 @@
 
 use std::path::PathBuf;
 
-use captchaai_engine::codes::Origin;
-use captchaai_engine::{ApiKey, Body, Class, Failure, Misuse, Output, RequestKind, Solution, TransportError};
+use captchaai::{self as wit, EngineHost, EngineInstance, ResourceAny};
+use captchaai_engine::{ApiKey, Body, Class, Failure, Misuse, Origin, Output, RequestKind, Solution, TransportError};
 use captchaai_vectors::{self as vectors, Engine, Native, Vector};
-use host_tests::driver::{self as wit, EngineHost, EngineInstance, default_component_path};
-use wasmtime::component::ResourceAny;
 
 /// The component behind the replayer's engine interface: WIT values converted to native ones.
 struct Wasm {
@@ -42,15 +40,16 @@ fn failure(f: wit::Failure) -> Failure {
         wit::FailureOrigin::Service => Origin::Service,
         wit::FailureOrigin::NoAnswer => Origin::NoAnswer,
     };
-    assert_eq!(origin, captchaai_engine::codes::origin(&f.code), "origin of {}", f.code);
-    Failure {
+    let failure = Failure {
         code: f.code,
         class,
         message: f.message,
         retry_after_ms: f.retry_after_ms,
         field: f.field,
         task_id: f.task_id.map(Into::into),
-    }
+    };
+    assert_eq!(origin, failure.origin(), "origin of {}", failure.code);
+    failure
 }
 
 fn misuse(m: wit::Misuse) -> Misuse {
@@ -175,7 +174,7 @@ impl Engine for Wasm {
 
 #[test]
 fn every_vector_replays_identically_through_the_component() {
-    let host = EngineHost::load(&default_component_path(), None).expect("the component (run `cargo xtask component`)");
+    let host = EngineHost::embedded(None).expect("the embedded engine component");
     let mut wasm = Wasm { instance: host.instantiate(1 << 30).unwrap(), key: None };
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors");
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

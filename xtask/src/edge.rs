@@ -12,7 +12,7 @@
 //! Why build-time composition rather than Spin's `[component.x.dependencies]`, which composes at
 //! load time:
 //! - One self-contained file that imports only WASI and `spin:*`: it runs on any Spin 4.1+, on the
-//!   project's own `captchaai serve` (which, like `wasmtime serve`, knows nothing of component
+//!   project's own `captchaai-serve` (which, like `wasmtime serve`, knows nothing of component
 //!   dependencies), and on platforms that do not implement dependencies themselves (SpinKube's
 //!   containerd shim never did; `spin registry push` composes before pushing for that reason).
 //! - What is tested is what is deployed: the composed bytes are checked (imports, the embedded

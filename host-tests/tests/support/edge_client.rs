@@ -1,4 +1,4 @@
-//! Clients of running edge instances (under real Spin or `captchaai serve`) for the state and
+//! Clients of running edge instances (under real Spin or `captchaai-serve`) for the state and
 //! scale tests: JSON calls with a client token, long polls across instances, test images, and the
 //! check that several instances sharing one store never oversubscribe the plan.
 
@@ -13,7 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use host_tests::emulator::Emulator;
+use captchaai_emulator::Emulator;
 
 /// A response: status and JSON body.
 pub struct Reply {
@@ -139,7 +139,7 @@ pub async fn solve_three_times_the_plan(clients: Arc<Clients>, bases: [String; 2
     assert_eq!(peak as usize, plan, "the plan was used in full");
 }
 
-/// `captchaai serve --manifest spin.toml` (the composed edge app) as a child process with the
+/// `captchaai-serve --manifest spin.toml` (the composed edge app) as a child process with the
 /// given store flags (`--state-dir DIR`, `--runtime-config-file FILE`, ...) and Spin variables,
 /// killed on drop (or by [`ServeProcess::kill`], like a crash).
 pub struct ServeProcess {
@@ -153,8 +153,7 @@ impl ServeProcess {
         let root = super::spin::root();
         let edge = root.join("target/edge/captchaai_edge.wasm");
         assert!(edge.exists(), "{} is missing: run cargo xtask component && cargo xtask edge", edge.display());
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_captchaai"))
-            .arg("serve")
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_serve-under-test"))
             .arg("--manifest")
             .arg(root.join("spin.toml"))
             .args(["--listen", "127.0.0.1:0", "--quiet-guest"])
@@ -168,7 +167,7 @@ impl ServeProcess {
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .expect("spawn captchaai serve");
+            .expect("spawn captchaai-serve");
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         // A first start compiles the edge app (debug build of the host: slow).
         let line = tokio::time::timeout(Duration::from_secs(300), lines.next_line())

@@ -1,6 +1,7 @@
 //! Real Spin for the edge tests: `spin up --from spin.toml` with the Spin 4.1 CLI at
-//! `$SPIN_BIN`, or `../shared/tools/spin/spin` beside the repository (see its README). Where
-//! neither exists the real-Spin tests print why and pass without running.
+//! `$SPIN_BIN`, or `../shared/tools/spin/spin` beside the repository (see its README). The
+//! real-Spin tests are `#[ignore]`d (run with `--include-ignored`); where no Spin CLI exists they
+//! fail saying so.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,24 +16,18 @@ pub fn root() -> PathBuf {
 }
 
 /// The Spin CLI to test with: `$SPIN_BIN`, else `../shared/tools/spin/spin` from the repository
-/// root. `None` (with the reason printed) where there is none.
-pub fn binary() -> Option<PathBuf> {
+/// root. Panics, saying where it looked, where there is none.
+pub fn binary() -> PathBuf {
     let (path, from) = match std::env::var_os("SPIN_BIN") {
         Some(path) => (PathBuf::from(path), "$SPIN_BIN"),
         None => (root().join("../shared/tools/spin/spin"), "the default location"),
     };
-    if path.is_file() {
-        Some(path)
-    } else {
-        // Straight to stderr, past the test harness's capture, so the skip shows in every run.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED under real Spin: no Spin CLI at {} ({from}); set SPIN_BIN to a Spin 4.1+ binary to run this half",
-            path.display()
-        );
-        None
-    }
+    assert!(
+        path.is_file(),
+        "this test needs real Spin: no Spin CLI at {} ({from}); set SPIN_BIN to a Spin 4.1+ binary",
+        path.display()
+    );
+    path
 }
 
 /// A `spin up` process serving the repository's spin.toml on a loopback port, with its own

@@ -1,0 +1,240 @@
+//! `captchaai solve` and `captchaai threads`: run the engine component against CaptchaAI (or the
+//! emulator) from the command line. The key comes from `CAPTCHAAI_KEY` and is never printed.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use captchaai::{Answer, Clock, Config, EngineHost, Failure, FailureClass, Runner, RunnerOptions, SolveReport};
+
+/// Where the service is and how to run the engine (shared by `solve` and `threads`).
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    /// The service's base URL (default: $CAPTCHAAI_BASE_URL, else `https://ocr.captchaai.com`).
+    #[arg(long, env = "CAPTCHAAI_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Another engine component to run (default: the one built into this binary).
+    #[arg(long)]
+    pub wasm: Option<PathBuf>,
+    /// Keep the compiled component here so later runs start fast (default:
+    /// $XDG_CACHE_HOME/captchaai or ~/.cache/captchaai).
+    #[arg(long, env = "CAPTCHAAI_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Run time this many times faster (only against an emulator started with the same scale).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// At most this many HTTP requests in flight.
+    #[arg(long, default_value_t = 256)]
+    pub max_in_flight: usize,
+}
+
+impl EngineArgs {
+    fn runner(&self) -> Result<Runner> {
+        let cache_dir = self.cache_dir.clone().or_else(user_cache_dir);
+        let host = match &self.wasm {
+            Some(wasm) => EngineHost::load(wasm, cache_dir.as_deref())?,
+            None => EngineHost::embedded(cache_dir.as_deref())?,
+        };
+        let clock = Clock::scaled(self.time_scale);
+        Runner::new(host, RunnerOptions::new(clock, self.max_in_flight))
+    }
+
+    fn config(&self, deadline_ms: Option<u64>) -> Config {
+        Config { base_url: self.base_url.clone(), deadline_ms, ..Config::default() }
+    }
+}
+
+/// `$XDG_CACHE_HOME/captchaai`, else `~/.cache/captchaai`.
+fn user_cache_dir() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = xdg.or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("captchaai"))
+}
+
+fn api_key() -> Result<String> {
+    std::env::var("CAPTCHAAI_KEY").context("set CAPTCHAAI_KEY to your CaptchaAI API key")
+}
+
+/// Flags of `captchaai solve`.
+#[derive(Args)]
+pub struct SolveArgs {
+    /// Service and engine options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// One task as JSON, e.g. '{"type":"turnstile","sitekey":"0x4AAA...","pageurl":"https://..."}'.
+    #[arg(long, conflicts_with_all = ["captcha_type", "batch"])]
+    pub task: Option<String>,
+    /// One task by type, with `--field name=value` for its fields.
+    #[arg(long = "type", conflicts_with = "batch")]
+    pub captcha_type: Option<String>,
+    /// A task field (`name=value`; numbers and true/false are sent as such). Repeatable.
+    #[arg(long = "field", value_name = "NAME=VALUE")]
+    pub fields: Vec<String>,
+    /// A file of tasks, one JSON object per line, solved concurrently under the thread gate.
+    #[arg(long)]
+    pub batch: Option<PathBuf>,
+    /// Threads of the plan to leave unused (for other clients of the key).
+    #[arg(long, default_value_t = 1)]
+    pub reserve: u64,
+    /// Overall deadline per solve, ms (default: per type).
+    #[arg(long)]
+    pub deadline_ms: Option<u64>,
+}
+
+/// Flags of `captchaai threads`.
+#[derive(Args)]
+pub struct ThreadsArgs {
+    /// Service and engine options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Prints the plan's threads and how many are busy.
+pub async fn threads(args: ThreadsArgs) -> Result<()> {
+    let key = api_key()?;
+    let runner = args.engine.runner()?;
+    match runner.threads_info(&key, &args.engine.config(None)).await? {
+        Ok(info) => {
+            let free = info.threads.saturating_sub(info.working_threads);
+            println!("plan threads: {}, busy: {}, free: {free}", info.threads, info.working_threads);
+            Ok(())
+        }
+        Err(failure) => bail!("{}", describe(&failure)),
+    }
+}
+
+fn describe(f: &Failure) -> String {
+    let class = match f.class {
+        FailureClass::Permanent => "permanent",
+        FailureClass::Transient => "transient",
+        FailureClass::Unsolvable => "unsolvable",
+    };
+    let retry = f.retry_after_ms.map(|ms| format!(" (retry after {} s)", ms.div_ceil(1000))).unwrap_or_default();
+    format!("{} [{class}]: {}{retry}", f.code, f.message)
+}
+
+fn answer_text(answer: &Answer) -> &str {
+    match answer {
+        Answer::Text(text) | Answer::Json(text) => text,
+    }
+}
+
+/// Builds task JSON from `--type` and `--field` flags (values that parse as JSON scalars are
+/// kept as such; everything else is a string).
+fn task_from_flags(captcha_type: &str, fields: &[String]) -> Result<String> {
+    let mut object = serde_json::Map::new();
+    object.insert("type".into(), captcha_type.into());
+    for field in fields {
+        let (name, value) = field.split_once('=').with_context(|| format!("--field {field:?} is not NAME=VALUE"))?;
+        let value = match serde_json::from_str::<serde_json::Value>(value) {
+            Ok(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v,
+            _ => serde_json::Value::String(value.to_owned()),
+        };
+        object.insert(name.to_owned(), value);
+    }
+    Ok(serde_json::Value::Object(object).to_string())
+}
+
+/// Solves one task or a batch; prints answers on stdout (one line each, in input order for a
+/// batch: `ok<TAB>answer` or `error<TAB>code<TAB>class<TAB>message`).
+pub async fn solve(args: SolveArgs) -> Result<()> {
+    let key = api_key()?;
+    let config = args.engine.config(args.deadline_ms);
+    let tasks: Vec<String> = match (&args.task, &args.captcha_type, &args.batch) {
+        (Some(task), _, _) => vec![task.clone()],
+        (None, Some(kind), _) => vec![task_from_flags(kind, &args.fields)?],
+        (None, None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(str::to_owned)
+            .collect(),
+        (None, None, None) => bail!("give --task, --type with --field, or --batch"),
+    };
+    let runner = Arc::new(args.engine.runner()?);
+    if args.batch.is_none() {
+        let report = runner.solve(&tasks[0], &key, &config).await?;
+        return match report.outcome {
+            Ok(solution) => {
+                println!("{}", answer_text(&solution.answer));
+                if let Some(ua) = solution.user_agent {
+                    eprintln!("user agent: {ua}");
+                }
+                Ok(())
+            }
+            Err(failure) => bail!("{}", describe(&failure)),
+        };
+    }
+    run_batch(runner, &key, &config, tasks, args.reserve).await
+}
+
+async fn run_batch(runner: Arc<Runner>, key: &str, config: &Config, tasks: Vec<String>, reserve: u64) -> Result<()> {
+    let plan = match runner.threads_info(key, config).await? {
+        Ok(info) => info.threads,
+        Err(failure) => bail!("threadsinfo: {}", describe(&failure)),
+    };
+    let gate = match runner.gate(plan, reserve)? {
+        Ok(gate) => Arc::new(gate),
+        Err(failure) => bail!("{}", describe(&failure)),
+    };
+    eprintln!("{} tasks, plan of {plan} threads, {} at once", tasks.len(), plan.saturating_sub(reserve));
+    let progress = ProgressBar::new(tasks.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} solves {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut handles = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let (runner, gate, key, config, progress) =
+            (runner.clone(), gate.clone(), key.to_owned(), config.clone(), progress.clone());
+        handles.push(tokio::spawn(async move {
+            let ticket = gate.enter().await?;
+            let report = runner.solve(&task, &key, &config).await;
+            gate.leave(ticket)?;
+            progress.inc(1);
+            report
+        }));
+    }
+    let mut reports: Vec<SolveReport> = Vec::with_capacity(handles.len());
+    for handle in handles {
+        reports.push(handle.await??);
+    }
+    progress.finish_and_clear();
+    let mut stdout = std::io::stdout().lock();
+    let (mut solved, mut unsolvable, mut permanent, mut transient) = (0, 0, 0, 0);
+    let mut seconds: Vec<f64> = Vec::new();
+    for report in &reports {
+        match &report.outcome {
+            Ok(solution) => {
+                solved += 1;
+                seconds.push(solution.elapsed_ms as f64 / 1000.0);
+                writeln!(stdout, "ok\t{}", answer_text(&solution.answer))?;
+            }
+            Err(f) => {
+                match f.class {
+                    FailureClass::Unsolvable => unsolvable += 1,
+                    FailureClass::Permanent => permanent += 1,
+                    FailureClass::Transient => transient += 1,
+                }
+                writeln!(stdout, "error\t{}", describe(f).replacen(" [", "\t", 1).replacen("]: ", "\t", 1))?;
+            }
+        }
+    }
+    seconds.sort_by(f64::total_cmp);
+    let pct =
+        |p: f64| seconds.get(((seconds.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0);
+    let total = reports.len().max(1);
+    eprintln!(
+        "solved {solved}, unsolvable {unsolvable}, permanent {permanent}, transient {transient}; \
+         unsolvable ratio {:.3}; solve seconds p50 {:.1}, p95 {:.1}",
+        unsolvable as f64 / total as f64,
+        pct(0.50),
+        pct(0.95)
+    );
+    Ok(())
+}
