@@ -6,8 +6,9 @@ Which fenced blocks run (docs/testing.md, "The docs check"):
 - ``sh``/``bash``, ``python``, ``js`` and ``rust`` blocks run, unless their first line is a
   comment whose text starts with ``unchecked:`` and gives the reason.
 - A ``rust`` block is the text of an example file its first line names (``examples/X.rs`` or
-  ``CRATE/examples/X.rs``): the check fails if the file differs from the block, then runs the
-  command the first line gives in backticks (``cargo run ... --example X``).
+  ``CRATE/examples/X.rs``), with the command that runs it in backticks (``cargo run ...
+  --example X``): the check fails if the file differs from the block or the command names
+  another example, then runs the example.
 - ``text``, ``json``, ``toml``, ``wit`` and ``http`` blocks are shown, never run. A block with
   no language, or another one, is an error.
 
@@ -15,8 +16,11 @@ How: the emulator (``$CAPTCHAAI_EMULATOR``, else target/release/captchaai-emulat
 with ``--time-scale 10``; every block sees ``CAPTCHAAI_KEY`` (its account, 20 threads) and
 ``CAPTCHAAI_BASE_URL``. The ports 3000 and 8099 in a block are replaced with free ones. A block
 that talks to ``127.0.0.1:3000`` (the edge) gets ``scripts/run.sh`` started first, on a free
-port, with its own emulator and its state in a temporary SQLite file. Shell blocks run from the
-repository root with ``target/venv-docs/bin`` and ``target/release`` first on ``PATH``; Python
+port, with its own emulator and its state in a temporary SQLite file. First the check runs
+``cargo build --workspace --examples --bins`` (the dev profile: what ``cargo test --workspace``
+built, so it is cheap after that); rust blocks run their example from ``target/debug/examples``.
+Shell blocks run from the repository root with ``target/venv-docs/bin`` and ``target/debug``
+first on ``PATH`` (so ``captchaai`` is the workspace's); Python
 blocks run in the venv ``target/venv-docs`` (created if missing; the README's install block
 fills it); JavaScript blocks run as ES modules that import the built ``bindings/js``. Each block
 runs in its own process group with a time limit, and everything started is stopped at the end.
@@ -147,11 +151,12 @@ class Check:
         self.env = dict(os.environ)
         for name in ("EDGE_TOKEN", "EDGE_RUNTIME_CONFIG", "PORT", "EMULATOR_PORT"):
             self.env.pop(name, None)
-        self.env["PATH"] = os.pathsep.join([str(self.venv / "bin"), str(ROOT / "target" / "release"),
+        self.env["PATH"] = os.pathsep.join([str(self.venv / "bin"), str(ROOT / "target" / "debug"),
                                             self.env.get("PATH", "")])
         self.env["VIRTUAL_ENV"] = str(self.venv)
         self.env["PYTHONDONTWRITEBYTECODE"] = "1"
         self.run_sh: Optional[subprocess.Popen] = None
+        self.built = False
 
     # -- servers ---------------------------------------------------------------------------
 
@@ -213,6 +218,22 @@ class Check:
             time.sleep(1)
         raise Failed(f"scripts/run.sh did not answer {url} within {RUN_SH_READY_S} s:\n" + tail(log_path))
 
+    def build(self) -> None:
+        """The workspace's binaries and examples in the dev profile: the artifacts
+        `cargo test --workspace` already built (same packages, same features), so this is cheap
+        after it. Shell blocks find `captchaai` here; rust blocks run their example from here."""
+        if self.built:
+            return
+        print("docs check: cargo build --workspace --examples --bins", flush=True)
+        log_path = self.scratch / "cargo-build.log"
+        with open(log_path, "w") as log:
+            status = subprocess.run(["cargo", "build", "--workspace", "--examples", "--bins"], cwd=ROOT,
+                                    env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    timeout=TIME_LIMIT_S["rust"]).returncode
+        if status != 0:
+            raise Failed("cargo build --workspace --examples --bins failed:\n" + tail(log_path))
+        self.built = True
+
     def stop_all(self) -> None:
         for process in reversed(self.started):
             stop_group(process)
@@ -231,6 +252,8 @@ class Check:
             return
         if EDGE in block.text:
             self.start_run_sh()
+        if kind == "sh":
+            self.build()
         path = self.scratch / f"block-{block.line}"
         cwd = ROOT
         if kind == "sh":
@@ -268,10 +291,14 @@ class Check:
             diff = difflib.unified_diff(block.text.splitlines(True), actual.splitlines(True),
                                         f"{block.where} (the block)", example.group(1))
             raise Failed("the block differs from its example file:\n" + "".join(diff))
-        stem = Path(example.group(1)).stem
-        if f"--example {stem}" not in command.group(1):
-            raise Failed(f"the command `{command.group(1)}` does not run the example {stem}")
-        self.execute(block, ["bash", "-c", command.group(1)], ROOT)
+        stem = path.stem
+        package = package_of(path)
+        words = command.group(1).split()
+        if f"--example {stem}" not in command.group(1) or (
+                path.parent.parent != ROOT and package not in words):
+            raise Failed(f"the command `{command.group(1)}` does not run the example {stem} of {package}")
+        self.build()
+        self.execute(block, [str(ROOT / "target" / "debug" / "examples" / stem)], ROOT)
 
     def ensure_venv(self) -> None:
         if not (self.venv / "bin" / "pip").exists():
@@ -295,6 +322,15 @@ class Check:
             raise Failed(f"did not finish within {limit} s:\n" + tail(log_path))
         if status != 0:
             raise Failed(f"exit status {status}:\n" + tail(log_path))
+
+
+def package_of(example: Path) -> str:
+    """The package whose examples/ holds this file."""
+    manifest = (example.parent.parent / "Cargo.toml").read_text(encoding="utf-8")
+    match = re.search(r'^\[package\][^\[]*?^name\s*=\s*"([^"]+)"', manifest, re.M | re.S)
+    if not match:
+        raise Failed(f"no package name in {example.parent.parent / 'Cargo.toml'}")
+    return match.group(1)
 
 
 def tail(path: Path) -> str:
@@ -329,6 +365,14 @@ def main() -> int:
             else:
                 to_run.append(block)
 
+    stems = {}
+    for block in to_run:
+        found = EXAMPLE.search(block.first_line) if block.kind == "rust" else None
+        if found:
+            other = stems.setdefault(Path(found.group(1)).stem, found.group(1))
+            if other != found.group(1):
+                errors.append(f"{block.where}: examples {other} and {found.group(1)} share a name; "
+                              "target/debug/examples holds one of them")
     if args.list:
         for block in to_run:
             print(f"run        {block.where} ({block.lang})")
