@@ -7,7 +7,6 @@
 //! | 401 | missing or wrong bearer token | permanent |
 //! | 404 | unknown route or solve id | permanent |
 //! | 405 | wrong method for the route | permanent |
-//! | 410 | the solve's token was already handed out | permanent |
 //! | 413 | body over 2 MiB | permanent |
 //! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up) | permanent / unsolvable |
 //! | 503 | an engine failure of class `transient`; `Retry-After` from its `retry-after-ms` | transient |
@@ -22,13 +21,14 @@ use serde_json::{Value, json};
 use spin_sdk::http::{FullBody, Request};
 use subtle::ConstantTimeEq;
 
-use crate::drive::{self, Progress, now_ms};
+use crate::clock::now_ms;
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
-use crate::kv::{Kv, Swapped};
+use crate::ids::new_id;
+use crate::kv::Kv;
+use crate::lifecycle::{self, Advanced, Found, Held, Outcome, StoredResult};
 use crate::request::{self, Route};
-use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, RESULT_RETENTION_MS, Settings};
-use crate::store::{self, Lease, SolveRecord, StoredResult};
-use crate::{budget, metrics, sweep};
+use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
+use crate::{budget, metrics, plan};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -70,7 +70,7 @@ impl Reject {
     /// An engine failure as an error: the status from its origin (`input`: 400) and class
     /// (`permanent`, `unsolvable`: 422; `transient`: 503), the retry hint from its
     /// `retry-after-ms`; code, message and field pass through as the engine wrote them.
-    fn from_failure(failure: Failure) -> Reject {
+    fn from_failure(failure: &Failure) -> Reject {
         let status = match (failure.origin, failure.class) {
             (FailureOrigin::Input, _) => StatusCode::BAD_REQUEST,
             (_, FailureClass::Permanent | FailureClass::Unsolvable) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -83,10 +83,10 @@ impl Reject {
         };
         Reject {
             status,
-            code: failure.code,
+            code: failure.code.clone(),
             class,
-            message: failure.message,
-            field: failure.field,
+            message: failure.message.clone(),
+            field: failure.field.clone(),
             retry_after_s: failure.retry_after_ms.map(|ms| ms.div_ceil(1_000)),
             allow: None,
         }
@@ -223,15 +223,6 @@ async fn route(request: Request) -> Routed {
     }
 }
 
-/// A bounded sweep of what expired: every request that writes or finds nothing runs one (a
-/// 202 or a stored result answered from the record alone does not), so every solve created
-/// pays for the removal of at least [`sweep::PER_REQUEST`] expired ones.
-fn sweep_some(kv: &Kv) {
-    if let Err(e) = sweep::run(kv) {
-        eprintln!("edge: sweep: {e:#}");
-    }
-}
-
 /// Checks `Authorization: Bearer <token>` against every accepted token in constant time.
 fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<(), Reject> {
     let header = request.headers().get(http::header::AUTHORIZATION).map(HeaderValue::as_bytes);
@@ -251,29 +242,6 @@ fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String
         ))
     }
 }
-
-/// 128 random bits as 32 lowercase hex characters (solve ids, lease holders, record revisions).
-pub fn new_id() -> anyhow::Result<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("randomness: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-pub fn random_u64() -> anyhow::Result<u64> {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("randomness: {e}"))?;
-    Ok(u64::from_le_bytes(bytes))
-}
-
-/// The lease a request takes for a wait ending at `wait_until`: its last upstream request
-/// starts by then (plus [`PREPARE_MS`] for the key-value work and plan lookup before a send, so
-/// even `wait=0` sends a request that is due) and ends within the upstream timeout.
-fn lease_until(settings: &Settings, wait_until: u64) -> u64 {
-    wait_until + PREPARE_MS + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
-}
-
-/// Time a request may spend before its first upstream send (lease, plan lookup, thread slot), ms.
-const PREPARE_MS: u64 = 2_000;
 
 /// `POST /v1/solve`: validates the task (nothing is sent for a bad one), stores it once
 /// (`snapshot-base`) and drives the solve for up to `wait` seconds.
@@ -303,281 +271,76 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
     let task = std::str::from_utf8(&body)
         .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
-    sweep_some(kv);
+    lifecycle::sweep(kv);
     let solve = Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| {
         metrics::failed(kv, f.class, f.origin);
-        (Reject::from_failure(f), None)
+        (Reject::from_failure(&f), None)
     })?;
     let id = new_id().map_err(|e| (Reject::internal(e), None))?;
-    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.clone()));
-    let holder = new_id().map_err(internal)?;
     let wait_until = now + wait * 1_000;
-    let lease_until = lease_until(settings, wait_until);
-    let record = SolveRecord {
-        exp: lease_until + settings.abandon_after_ms,
-        state: Some(solve.snapshot_state()),
-        lease: Some(Lease { holder: holder.clone(), until: lease_until }),
-        slot: None,
-        slot_exp: 0,
-        result: None,
-        due: None,
-        rev: holder.clone(),
-    };
-    let held = store::create(kv, &id, solve.snapshot_base(), &record).map_err(internal)?;
-    sweep::enqueue(kv, &id, record.exp).map_err(internal)?;
-    advance(kv, settings, &id, held, Some(solve), wait_until).await
+    let held = lifecycle::create(kv, settings, &id, &solve, wait_until).map_err(|e| internal(&id, e))?;
+    drive(kv, settings, &id, held, Some(solve), wait_until).await
 }
 
 /// `GET /v1/solve/{id}`: a finished solve's response again (until it expires), or the solve
 /// continued from its state for up to `wait` seconds. Unknown ids never touch the upstream.
 async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
-    let owned = Some(id.to_owned());
-    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
-    let holder = new_id().map_err(internal)?;
     let wait_until = now_ms() + wait * 1_000;
-    let mut swept = false;
-    loop {
-        let now = now_ms();
-        let Some(mut loaded) = store::load(kv, id).map_err(internal)? else {
-            sweep_some(kv);
-            return Err(not_found(owned));
-        };
-        if loaded.record.exp <= now {
-            sweep::expire(kv, id, &loaded.record).map_err(internal)?;
-            sweep_some(kv);
-            return Err(not_found(owned));
-        }
-        if let Some(result) = &loaded.record.result {
-            let status = StatusCode::from_u16(result.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let response = if status.is_success() {
-                json_response(status, &result.body)
-            } else {
-                error_response(status, &result.body)
-            };
-            return Ok((response, owned));
-        }
-        let busy = loaded.record.lease.as_ref().is_some_and(|l| l.until > now);
-        // Nothing is due before this request's wait ends: the record alone answers.
-        if !busy && let Some(due) = loaded.record.due.filter(|due| *due > wait_until) {
-            return Ok((pending(id, due - now), owned));
-        }
-        if !std::mem::replace(&mut swept, true) {
-            sweep_some(kv);
-        }
-        if !busy {
-            let lease_until = lease_until(settings, wait_until);
-            let mut next = loaded.record.clone();
-            next.lease = Some(Lease { holder: holder.clone(), until: lease_until });
-            next.exp = next.exp.max(lease_until + settings.abandon_after_ms);
-            if let Swapped::Yes = store::swap(kv, id, &mut loaded, next).map_err(internal)? {
-                return advance(kv, settings, id, loaded, None, wait_until).await;
-            }
-            continue;
-        }
-        // Another request is driving this solve: wait for it within our own wait.
-        if now + 250 > wait_until {
-            return Ok((pending(id, 1_000), owned));
-        }
-        spin_sdk::time::sleep(std::time::Duration::from_millis(250)).await;
+    let owned = Some(id.to_owned());
+    match lifecycle::lease(kv, settings, id, wait_until).await.map_err(|e| internal(id, e))? {
+        Found::Missing => Err(not_found(owned)),
+        Found::Finished(result) => Ok((stored_response(result), owned)),
+        Found::Pending { retry_after_ms } => Ok((pending(id, retry_after_ms), owned)),
+        Found::Leased(held) => drive(kv, settings, id, held, None, wait_until).await,
     }
+}
+
+/// `DELETE /v1/solve/{id}`: removes the solve and its stored response (see
+/// [`lifecycle::delete`]).
+fn delete(id: &str, kv: &Kv) -> Routed {
+    let owned = Some(id.to_owned());
+    if !lifecycle::delete(kv, id).map_err(|e| internal(id, e))? {
+        return Err(not_found(owned));
+    }
+    Ok((json_response(StatusCode::OK, &json!({"id": id, "status": "deleted"})), owned))
+}
+
+/// Drives the solve `held` (created by this request when `solve` is given) for the wait ending
+/// at `wait_until` and answers: 202 while it is in flight, else its ending, rendered and stored
+/// for later `GET`s to repeat.
+async fn drive(kv: &Kv, settings: &Settings, id: &str, held: Held, solve: Option<Solve>, wait_until: u64) -> Routed {
+    let owned = Some(id.to_owned());
+    let ended = match held.advance(kv, settings, solve, wait_until).await.map_err(|e| internal(id, e))? {
+        Advanced::Pending { retry_after_ms } => return Ok((pending(id, retry_after_ms), owned)),
+        Advanced::Refused(failure) => return Err((Reject::from_failure(&failure), owned)),
+        Advanced::Ended(ended) => ended,
+    };
+    let (status, body) = match ended.outcome() {
+        Outcome::Solved(solution) => (StatusCode::OK, solution_body(id, solution).map_err(|e| internal(id, e))?),
+        Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(id)),
+    };
+    ended.settle(kv, status.as_u16(), &body).map_err(|e| internal(id, e))?;
+    Ok((rendered_response(status, &body), owned))
+}
+
+/// A 500 for an internal error while serving solve `id`.
+fn internal(id: &str, error: anyhow::Error) -> (Reject, Option<String>) {
+    (Reject::internal(error), Some(id.to_owned()))
 }
 
 fn not_found(id: Option<String>) -> (Reject, Option<String>) {
     (Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such solve (never created, deleted, or expired)"), id)
 }
 
-/// `DELETE /v1/solve/{id}`: removes the solve and its stored response. A solve still in
-/// flight keeps its thread slot until the slot expires (its CaptchaAI task may still hold a
-/// thread); a driver still running loses its next checkpoint and stops.
-fn delete(id: &str, kv: &Kv) -> Routed {
-    let owned = Some(id.to_owned());
-    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
-    sweep_some(kv);
-    let Some(loaded) = store::load(kv, id).map_err(internal)? else { return Err(not_found(owned)) };
-    store::remove(kv, id).map_err(internal)?;
-    if loaded.record.result.is_some()
-        && let Some(n) = loaded.record.slot
-    {
-        budget::release(kv, n, id).map_err(internal)?;
-    }
-    Ok((json_response(StatusCode::OK, &json!({"id": id, "status": "deleted"})), owned))
+/// A finished solve's stored response, repeated.
+fn stored_response(result: StoredResult) -> Response {
+    let status = StatusCode::from_u16(result.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    rendered_response(status, &result.body)
 }
 
-/// Drives a solve whose lease `held` holds: takes a thread slot first (or answers 202 while
-/// the plan is full), then runs the engine, checkpointing each result, and stores the outcome.
-async fn advance(
-    kv: &Kv,
-    settings: &Settings,
-    id: &str,
-    mut held: store::Loaded,
-    solve: Option<Solve>,
-    wait_until: u64,
-) -> Routed {
-    let owned = Some(id.to_owned());
-    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
-    let lease_until = held.record.lease.as_ref().map_or(0, |l| l.until);
-    // 1. A thread slot, unless the solve holds one still.
-    if let Some(n) = held.record.slot {
-        let exp = held.record.slot_exp.max(lease_until);
-        if !budget::renew(kv, n, id, exp).map_err(internal)? {
-            let mut next = held.record.clone();
-            next.slot = None;
-            next.slot_exp = 0;
-            if let Swapped::Conflict = store::swap(kv, id, &mut held, next).map_err(internal)? {
-                return Ok((pending(id, 1_000), owned));
-            }
-        }
-    }
-    if held.record.slot.is_none() {
-        let capacity = match budget::plan_threads(kv, settings).await.map_err(internal)? {
-            Ok(threads) => threads,
-            Err(failure) => {
-                release_lease(kv, id, &mut held).map_err(internal)?;
-                return Err((Reject::from_failure(failure), owned));
-            }
-        };
-        // A plan of no threads leaves nothing to share: the engine's own failure answers.
-        if capacity > 0 {
-            loop {
-                if let Some(n) = budget::acquire(kv, id, capacity, lease_until).map_err(internal)? {
-                    let mut next = held.record.clone();
-                    next.slot = Some(n);
-                    next.slot_exp = lease_until;
-                    if let Swapped::Conflict = store::swap(kv, id, &mut held, next).map_err(internal)? {
-                        budget::release(kv, n, id).map_err(internal)?;
-                        return Ok((pending(id, 1_000), owned));
-                    }
-                    break;
-                }
-                if now_ms() + QUEUE_POLL_MS > wait_until {
-                    release_lease(kv, id, &mut held).map_err(internal)?;
-                    return Ok((pending(id, QUEUE_POLL_MS * 2), owned));
-                }
-                spin_sdk::time::sleep(std::time::Duration::from_millis(QUEUE_POLL_MS)).await;
-            }
-        }
-    }
-    // 2. The engine, from the stored base and state unless this request created it.
-    let solve = match solve {
-        Some(solve) => solve,
-        None => {
-            let base = store::base(kv, id)
-                .map_err(internal)?
-                .ok_or_else(|| internal(anyhow::anyhow!("solve {id} has no stored base")))?;
-            let state = held.record.state.clone().unwrap_or_default();
-            Solve::restore_parts(&base, &state, &settings.api_key)
-                .map_err(|e| internal(anyhow::anyhow!("restoring solve {id}: {e:?}")))?
-        }
-    };
-    let timeout = settings.upstream_timeout_ms;
-    let mut lost_on_slot = false;
-    let progress = drive::run(&solve, wait_until, lease_until, kv, |solve| {
-        let mut next = held.record.clone();
-        next.state = Some(solve.snapshot_state());
-        next.due = None;
-        if let Some(deadline) = solve.deadline() {
-            // The solve is at CaptchaAI now: keep it (and its thread slot) until its task can
-            // no longer hold a thread, plus a grace to collect the outcome.
-            let slot_exp = deadline + timeout + drive::LEASE_MARGIN_MS;
-            next.exp = next.exp.max(slot_exp + settings.abandon_after_ms);
-            if let Some(n) = next.slot
-                && next.slot_exp < slot_exp
-            {
-                if !budget::renew(kv, n, id, slot_exp)? {
-                    lost_on_slot = true;
-                }
-                next.slot_exp = slot_exp;
-            }
-        }
-        // The sweep queue's entry re-reads the record's `exp`, so a later expiry needs no entry.
-        Ok(matches!(store::swap(kv, id, &mut held, next)?, Swapped::Yes))
-    })
-    .await
-    .map_err(internal)?;
-    if lost_on_slot {
-        eprintln!("edge: solve {id} lost its thread slot while in flight");
-    }
-    settle(kv, id, held, &solve, progress)
-}
-
-/// How often a request waiting for a thread slot tries again, ms.
-const QUEUE_POLL_MS: u64 = 500;
-
-/// Ends this request's lease, keeping the solve's state.
-fn release_lease(kv: &Kv, id: &str, held: &mut store::Loaded) -> anyhow::Result<()> {
-    let mut next = held.record.clone();
-    next.lease = None;
-    store::swap(kv, id, held, next).map(drop)
-}
-
-/// Answers from a solve's progress and stores it: the state for a pending solve; for a
-/// finished one the response itself (repeated by later `GET`s until it expires), the task and
-/// thread slot given back.
-fn settle(kv: &Kv, id: &str, mut held: store::Loaded, solve: &Solve, progress: Progress) -> Routed {
-    let owned = Some(id.to_owned());
-    let internal = |e: anyhow::Error| (Reject::internal(e), Some(id.to_owned()));
-    let now = now_ms();
-    let (status, body) = match progress {
-        Progress::Lost => return Ok((pending(id, 1_000), owned)),
-        Progress::Pending { retry_after_ms, due } => {
-            let mut next = held.record.clone();
-            next.state = Some(solve.snapshot_state());
-            next.lease = None;
-            next.due = due;
-            store::swap(kv, id, &mut held, next).map_err(internal)?;
-            return Ok((pending(id, retry_after_ms), owned));
-        }
-        Progress::Solved(solution) => {
-            let body = solution_body(id, &solution).map_err(internal)?;
-            let keep_until = solution.solved_at + RESULT_RETENTION_MS;
-            let exp = solution.expires_at.map_or(keep_until, |expires| expires.min(keep_until));
-            if let Swapped::Yes = finish(kv, id, &mut held, StatusCode::OK, &body, exp).map_err(internal)? {
-                metrics::solved(kv, solution.elapsed_ms);
-            }
-            (StatusCode::OK, body)
-        }
-        Progress::Failed(failure) => {
-            let (class, origin) = (failure.class, failure.origin);
-            let (status, body) = Reject::from_failure(failure).render(Some(id));
-            let exp = now + RESULT_RETENTION_MS;
-            if let Swapped::Yes = finish(kv, id, &mut held, status, &body, exp).map_err(internal)? {
-                metrics::failed(kv, class, origin);
-            }
-            (status, body)
-        }
-    };
-    let response = if status.is_success() { json_response(status, &body) } else { error_response(status, &body) };
-    Ok((response, owned))
-}
-
-/// Stores a finished solve's response until `exp` and gives back the task and the slot.
-fn finish(
-    kv: &Kv,
-    id: &str,
-    held: &mut store::Loaded,
-    status: StatusCode,
-    body: &Value,
-    exp: u64,
-) -> anyhow::Result<Swapped> {
-    let slot = held.record.slot;
-    let next = SolveRecord {
-        exp,
-        state: None,
-        lease: None,
-        slot: None,
-        slot_exp: 0,
-        result: Some(StoredResult { status: status.as_u16(), body: body.clone() }),
-        due: None,
-        rev: String::new(),
-    };
-    let swapped = store::swap(kv, id, held, next)?;
-    if let Swapped::Yes = swapped {
-        store::drop_base(kv, id)?;
-        if let Some(n) = slot {
-            budget::release(kv, n, id)?;
-        }
-    }
-    Ok(swapped)
+/// A solve's ending as a response: the solution (2xx) or the error body.
+fn rendered_response(status: StatusCode, body: &Value) -> Response {
+    if status.is_success() { json_response(status, body) } else { error_response(status, body) }
 }
 
 fn pending(id: &str, retry_after_ms: u64) -> Response {
@@ -604,7 +367,8 @@ fn solution_body(id: &str, solution: &Solution) -> anyhow::Result<Value> {
 /// `GET /v1/threads`: the plan's threads through the engine's account calls; a transport error
 /// is the engine's failure like any other.
 async fn threads(kv: &Kv, settings: &Settings) -> Result<Response, Reject> {
-    let info = budget::threads_info(kv, settings).await.map_err(Reject::internal)?.map_err(Reject::from_failure)?;
+    let info =
+        plan::threads_info(kv, settings).await.map_err(Reject::internal)?.map_err(|f| Reject::from_failure(&f))?;
     Ok(json_response(
         StatusCode::OK,
         &json!({"threads": info.threads, "working_threads": info.working_threads, "free": info.free}),
@@ -614,7 +378,7 @@ async fn threads(kv: &Kv, settings: &Settings) -> Result<Response, Reject> {
 /// `GET /metrics`: Prometheus text (see `crate::metrics`).
 async fn metrics_page(settings: &Settings) -> Result<Response, Reject> {
     let kv = Kv::open().map_err(Reject::internal)?;
-    let plan = budget::plan_threads(&kv, settings).await.map_err(Reject::internal)?.ok();
+    let plan = plan::threads(&kv, settings).await.map_err(Reject::internal)?.ok();
     let busy = budget::busy(&kv, plan.unwrap_or(0)).map_err(Reject::internal)?;
     let text = metrics::render(&kv, busy, plan).map_err(Reject::internal)?;
     let mut response = http::Response::new(FullBody::new(Bytes::from(text)));

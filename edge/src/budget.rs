@@ -1,33 +1,20 @@
-//! The global thread budget: at most the plan's threads solves hold a CaptchaAI thread at once,
-//! across every instance sharing the store.
+//! The global thread budget: at most the plan's threads (`crate::plan`) solves hold a CaptchaAI
+//! thread at once, across every instance sharing the store.
 //!
-//! The plan's size comes from `threadsinfo` through the engine (`threads-info-request`,
-//! `parse-threads-info`), cached in `threads/plan` for [`PLAN_TTL_MS`]. Each admitted solve holds
-//! one slot `threads/slot/{n}`, `n < plan`, taken and given back by compare-and-swap; a slot
-//! carries its expiry (the solve's deadline plus one request timeout, the latest its CaptchaAI
-//! task can hold a thread; before the first submit's result, the driver's lease), so a slot
-//! whose holder vanished frees itself. A slot key is created once, by whoever wins its
-//! `threads/slot/{n}/init` ticket (an `increment`), so no compare-and-swap ever meets an
-//! absent key (KV-CONTRACT.md).
+//! Each admitted solve holds one slot `threads/slot/{n}`, `n < plan`, taken and given back by
+//! compare-and-swap; a slot carries its expiry (the solve's deadline plus one request timeout,
+//! the latest its CaptchaAI task can hold a thread; before the first submit's result, the
+//! driver's lease), so a slot whose holder vanished frees itself. A slot key is created once, by
+//! whoever wins its `threads/slot/{n}/init` ticket (an `increment`), so no compare-and-swap ever
+//! meets an absent key (docs/state.md).
 
 use serde::{Deserialize, Serialize};
 
-use crate::drive::{self, now_ms};
-use crate::engine::{self, Failure};
+use crate::clock::now_ms;
+use crate::ids::{new_id, random_u64};
 use crate::kv::{Kv, Swapped};
-use crate::metrics;
-use crate::settings::Settings;
-use crate::upstream;
 
-/// How long a plan size read from `threadsinfo` is used before it is read again, ms.
-pub const PLAN_TTL_MS: u64 = 60_000;
-
-#[derive(Serialize, Deserialize)]
-struct Plan {
-    exp: u64,
-    threads: u64,
-}
-
+/// The value at `threads/slot/{n}`.
 #[derive(Serialize, Deserialize)]
 struct Slot {
     /// When the slot frees itself (epoch ms); 0 when free.
@@ -42,40 +29,9 @@ fn slot_key(n: u64) -> String {
     format!("threads/slot/{n}")
 }
 
-/// The plan's threads: cached, else read through the engine. When reading fails, a stale
-/// cached value is used; with none, the engine's failure is the answer.
-pub async fn plan_threads(kv: &Kv, settings: &Settings) -> anyhow::Result<Result<u64, Failure>> {
-    let cached = kv.get_json::<Plan>("threads/plan")?;
-    let now = now_ms();
-    if let Some(plan) = &cached
-        && plan.exp > now
-    {
-        return Ok(Ok(plan.threads));
-    }
-    match threads_info(kv, settings).await? {
-        Ok(info) => {
-            kv.set_json("threads/plan", &Plan { exp: now_ms() + PLAN_TTL_MS, threads: info.threads })?;
-            Ok(Ok(info.threads))
-        }
-        Err(failure) => Ok(cached.map(|plan| plan.threads).ok_or(failure)),
-    }
-}
-
-/// `threadsinfo` through the engine (counted in the metrics as an upstream request).
-pub async fn threads_info(kv: &Kv, settings: &Settings) -> anyhow::Result<Result<engine::ThreadsInfo, Failure>> {
-    let request = match engine::account::threads_info_request(&settings.api_key, &settings.config) {
-        Ok(request) => request,
-        Err(failure) => return Ok(Err(failure)),
-    };
-    drive::sleep_until(request.at).await;
-    let reply = upstream::send(&request).await;
-    metrics::upstream(kv, request.kind, reply.is_ok());
-    Ok(engine::account::parse_threads_info(&reply))
-}
-
 /// Takes a free (or expired) slot below `capacity` for solve `id` until `exp`.
 pub fn acquire(kv: &Kv, id: &str, capacity: u64, exp: u64) -> anyhow::Result<Option<u64>> {
-    let start = crate::api::random_u64()? % capacity.max(1);
+    let start = random_u64()? % capacity.max(1);
     for i in 0..capacity {
         let n = (start + i) % capacity;
         if take(kv, n, id, exp, false)? {
@@ -96,7 +52,7 @@ pub fn release(kv: &Kv, n: u64, id: &str) -> anyhow::Result<()> {
     let (current, cas) = kv.cas(&key)?;
     let Some(slot) = current.and_then(|bytes| serde_json::from_slice::<Slot>(&bytes).ok()) else { return Ok(()) };
     if slot.holder == id {
-        let free = Slot { exp: 0, holder: String::new(), rev: crate::api::new_id()? };
+        let free = Slot { exp: 0, holder: String::new(), rev: new_id()? };
         cas.swap(&serde_json::to_vec(&free)?)?;
     }
     Ok(())
@@ -126,7 +82,7 @@ fn take(kv: &Kv, n: u64, id: &str, exp: u64, renewing: bool) -> anyhow::Result<b
         if renewing || kv.increment(&format!("{key}/init"), 1)? != 1 {
             return Ok(false);
         }
-        let free = Slot { exp: 0, holder: String::new(), rev: crate::api::new_id()? };
+        let free = Slot { exp: 0, holder: String::new(), rev: new_id()? };
         kv.set_json(&key, &free)?;
         return take(kv, n, id, exp, renewing);
     };
@@ -138,6 +94,6 @@ fn take(kv: &Kv, n: u64, id: &str, exp: u64, renewing: bool) -> anyhow::Result<b
     if !free {
         return Ok(false);
     }
-    let mine = Slot { exp, holder: id.to_owned(), rev: crate::api::new_id()? };
+    let mine = Slot { exp, holder: id.to_owned(), rev: new_id()? };
     Ok(matches!(cas.swap(&serde_json::to_vec(&mine)?)?, Swapped::Yes))
 }

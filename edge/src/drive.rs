@@ -1,7 +1,8 @@
 //! Drives a solve until it ends or the request's wait runs out. The engine decides everything:
 //! what to send and when (each request's `at`), what a reply means, when to give up.
 
-use crate::engine::{Failure, HttpResponse, Output, Solution, Solve};
+use crate::clock::{now_ms, sleep_until};
+use crate::engine::{Failure, Output, Solution, Solve};
 use crate::kv::Kv;
 use crate::metrics;
 use crate::upstream;
@@ -24,22 +25,6 @@ pub enum Progress {
 
 /// Margin kept between the end of an upstream request and the end of the lease, ms.
 pub const LEASE_MARGIN_MS: u64 = 1_000;
-
-/// The time, epoch ms.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Sleeps until `at` (epoch ms); waking early is impossible, waking late harmless.
-pub async fn sleep_until(at: u64) {
-    loop {
-        let now = now_ms();
-        if now >= at {
-            return;
-        }
-        spin_sdk::time::sleep(std::time::Duration::from_millis(at - now)).await;
-    }
-}
 
 fn misuse(m: crate::engine::Misuse) -> anyhow::Error {
     anyhow::anyhow!("engine misuse: {m:?}")
@@ -90,10 +75,4 @@ pub async fn run(
             return Ok(Progress::Lost);
         }
     }
-}
-
-/// A reply body as the engine takes it: text, each invalid UTF-8 sequence replaced by U+FFFD
-/// (the WIT's rule for every host).
-pub fn response(status: u16, body: &[u8]) -> HttpResponse {
-    HttpResponse { status, body: String::from_utf8_lossy(body).into_owned() }
 }

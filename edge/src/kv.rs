@@ -1,6 +1,6 @@
 //! The key-value store through `wasi:keyvalue` 0.2.0-draft2 (store + atomics), the interfaces
 //! Spin 4.1 implements for SQLite and Redis. The contract, and what real Spin does, is in
-//! `edge/KV-CONTRACT.md`.
+//! docs/state.md.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -91,7 +91,7 @@ pub struct Cas<'a> {
 impl Cas<'_> {
     /// Writes `value` if the key still holds what `current` returned. On `cas-failed` the key
     /// is read once: Spin 4.1's Redis store reports `cas-failed` even when its conditional
-    /// write happened (KV-CONTRACT.md), and `value` is unique to this writer, so finding it
+    /// write happened (docs/state.md), and `value` is unique to this writer, so finding it
     /// there means the swap took place.
     pub fn swap(self, value: &[u8]) -> anyhow::Result<Swapped> {
         match atomics::swap(self.cas, value) {

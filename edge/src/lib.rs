@@ -10,19 +10,23 @@
 //! Routes (all `/v1` routes need `Authorization: Bearer <token>`; see `openapi.json`):
 //! - `POST /v1/solve[?wait=S]`: start a solve from a task JSON body; 200 with the solution if it
 //!   is solved within the wait, else 202 with an id and `Retry-After`.
-//! - `GET /v1/solve/{id}[?wait=S]`: continue that solve from its snapshot; same answers. A solved
-//!   token is handed out once; later calls get 410.
+//! - `GET /v1/solve/{id}[?wait=S]`: continue that solve from its snapshot; same answers. Once
+//!   the solve has ended, its response is repeated until it expires.
+//! - `DELETE /v1/solve/{id}`: remove the solve and its stored response.
 //! - `GET /v1/threads`: the plan's threads and how many are busy.
 //! - `GET /healthz`: liveness, no auth.
 
 mod api;
 mod budget;
+mod clock;
 mod drive;
+mod ids;
 mod kv;
+mod lifecycle;
 mod metrics;
+mod plan;
 mod request;
 mod settings;
-mod store;
 mod sweep;
 mod upstream;
 

@@ -1,10 +1,10 @@
-//! Removing what expired: every solve id is queued once (`sweep/{n}` between the counters
-//! `sweep/head` and `sweep/tail`), and each authenticated request looks at no more than
-//! [`PER_REQUEST`] entries at the head. An entry whose solve has expired (or is gone) is removed
-//! with the solve's records; a solve still live is queued again at the tail with its current
-//! expiry. The head waits while its entry's expiry is in the future, so the store holds at most
-//! the solves of the longest record lifetime (a deadline plus result retention); the task
-//! itself (`solve/{id}/base`) is deleted as soon as a solve finishes, not by the sweep.
+//! The expiry queue: every solve id is queued once (`sweep/{n}` between the counters
+//! `sweep/head` and `sweep/tail`), and each call of [`run`] looks at no more than
+//! [`PER_REQUEST`] entries at the head, handing each due entry's id to its caller, which removes
+//! the solve if it expired (or is gone) or says until when it lives: then it is queued again at
+//! the tail with that expiry. The head waits while its entry's expiry is in the future, so the
+//! store holds at most the solves of the longest record lifetime (a deadline plus result
+//! retention).
 //!
 //! Entries are claimed with `increment` on `sweep/head`, so each is processed once. A producer
 //! that finds the head already past its new entry (a sweeper claimed the slot before the entry
@@ -12,14 +12,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget;
-use crate::drive::now_ms;
+use crate::clock::now_ms;
 use crate::kv::Kv;
-use crate::store;
 
 /// Queue entries looked at per request.
 pub const PER_REQUEST: usize = 2;
 
+/// The value at `sweep/{n}`.
 #[derive(Serialize, Deserialize)]
 struct Entry {
     exp: u64,
@@ -43,10 +42,10 @@ pub fn enqueue(kv: &Kv, id: &str, exp: u64) -> anyhow::Result<()> {
     anyhow::bail!("the sweep queue's head keeps passing its tail")
 }
 
-/// Looks at up to [`PER_REQUEST`] entries at the head of the queue; returns how many solves it
-/// removed.
-pub fn run(kv: &Kv) -> anyhow::Result<usize> {
-    let mut removed = 0;
+/// Looks at up to [`PER_REQUEST`] entries at the head of the queue. For each one due, `visit`
+/// gets the solve id and the time (epoch ms) and removes the solve if it has expired by then,
+/// returning `None`, or returns the solve's current expiry, and the id is queued again for it.
+pub fn run(kv: &Kv, mut visit: impl FnMut(&str, u64) -> anyhow::Result<Option<u64>>) -> anyhow::Result<()> {
     for _ in 0..PER_REQUEST {
         let now = now_ms();
         let tail = kv.counter("sweep/tail")?;
@@ -63,24 +62,10 @@ pub fn run(kv: &Kv) -> anyhow::Result<usize> {
         }
         let key = entry_key(claimed);
         let Some(entry) = kv.get_json::<Entry>(&key)? else { continue };
-        match store::load(kv, &entry.id)? {
-            Some(loaded) if loaded.record.exp > now => enqueue(kv, &entry.id, loaded.record.exp)?,
-            Some(loaded) => {
-                expire(kv, &entry.id, &loaded.record)?;
-                removed += 1;
-            }
-            None => store::remove(kv, &entry.id)?,
+        if let Some(exp) = visit(&entry.id, now)? {
+            enqueue(kv, &entry.id, exp)?;
         }
         kv.delete(&key)?;
-    }
-    Ok(removed)
-}
-
-/// Removes an expired solve and gives back its thread slot.
-pub fn expire(kv: &Kv, id: &str, record: &store::SolveRecord) -> anyhow::Result<()> {
-    store::remove(kv, id)?;
-    if let Some(n) = record.slot {
-        budget::release(kv, n, id)?;
     }
     Ok(())
 }

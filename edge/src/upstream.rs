@@ -9,7 +9,6 @@ use spin_sdk::http::FullBody;
 use spin_sdk::http::body::IncomingBodyExt;
 use spin_sdk::wasip3::http::types::ErrorCode;
 
-use crate::drive;
 use crate::engine::{HttpRequest, HttpResponse, RequestBody, TransportError};
 
 /// Sends `request` exactly as the engine built it (always a POST) and returns the reply with its
@@ -29,7 +28,7 @@ pub async fn send(request: &HttpRequest) -> Result<HttpResponse, TransportError>
         let response = spin_sdk::http::send(outbound).await.map_err(classify)?;
         let status = response.status().as_u16();
         let body = response.into_body().bytes().await.map_err(|_| TransportError::Broken)?;
-        Ok(drive::response(status, &body))
+        Ok(engine_reply(status, &body))
     });
     let timeout = pin!(spin_sdk::time::sleep(Duration::from_millis(request.timeout_ms)));
     match select(exchange, timeout).await {
@@ -56,4 +55,10 @@ fn classify(code: ErrorCode) -> TransportError {
         ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => TransportError::Timeout,
         _ => TransportError::Broken,
     }
+}
+
+/// A reply body as the engine takes it: text, each invalid UTF-8 sequence replaced by U+FFFD
+/// (the WIT's rule for every host).
+fn engine_reply(status: u16, body: &[u8]) -> HttpResponse {
+    HttpResponse { status, body: String::from_utf8_lossy(body).into_owned() }
 }

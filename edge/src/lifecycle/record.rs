@@ -1,4 +1,5 @@
-//! Solve records (key layout and semantics in `edge/KV-CONTRACT.md`).
+//! The solve record's format and keys (layout and semantics in docs/state.md), read and written
+//! only by its lifecycle (`crate::lifecycle`).
 //!
 //! - `solve/{id}/base`: the engine's `snapshot-base` (the task, an image included), written
 //!   once per solve and deleted when it finishes.
@@ -15,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ids::new_id;
 use crate::kv::{Kv, Swapped};
 
 /// Who drives a solve, until when (epoch ms). Nobody else may take it before `until`, and the
@@ -61,7 +63,7 @@ struct Base {
     base: String,
 }
 
-pub fn record_key(id: &str) -> String {
+fn record_key(id: &str) -> String {
     format!("solve/{id}")
 }
 
@@ -98,7 +100,7 @@ pub fn base(kv: &Kv, id: &str) -> anyhow::Result<Option<String>> {
 /// Replaces the record `current` by `next` if nobody changed it meanwhile; on success
 /// `current` becomes `next`.
 pub fn swap(kv: &Kv, id: &str, current: &mut Loaded, mut next: SolveRecord) -> anyhow::Result<Swapped> {
-    next.rev = crate::api::new_id()?;
+    next.rev = new_id()?;
     let bytes = serde_json::to_vec(&next)?;
     let swapped = kv.compare_and_swap(&record_key(id), &current.bytes, &bytes)?;
     if matches!(swapped, Swapped::Yes) {
