@@ -69,7 +69,7 @@ pub fn transport_failure(kind: RequestKind, error: TransportError) -> Failure {
 /// read as text (invalid UTF-8 becomes U+FFFD), as every host of the component passes it.
 pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failure> {
     let text = String::from_utf8_lossy(body);
-    match reply::parse(status, &text) {
+    match reply::parse(status, &text, ACCOUNT_ANSWER_FROM) {
         Reply::Threads { threads, working } => Ok(ThreadsInfo { threads, working_threads: working }),
         other => Err(reply_failure(other, "threadsinfo")),
     }
@@ -82,13 +82,10 @@ pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);
     }
-    let reply = reply::parse(status, &text);
+    let reply = reply::parse(status, &text, ACCOUNT_ANSWER_FROM);
     let number = match &reply {
-        Reply::Ok { values, .. } => match values.get(ACCOUNT_ANSWER_FROM) {
-            Some(Field::Str(s)) => crate::text::number(s),
-            Some(Field::Json(n)) => n.as_f64(),
-            _ => None,
-        },
+        Reply::Ok { value: Field::Str(s), .. } => crate::text::number(s),
+        Reply::Ok { value: Field::Json(n), .. } => n.as_f64(),
         _ => None,
     };
     number.filter(|n| n.is_finite()).ok_or_else(|| reply_failure(reply, "getbalance"))

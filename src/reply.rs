@@ -2,9 +2,9 @@
 //! sequence classifies as exactly one [`Reply`], never a panic.
 //!
 //! Rules (contract §1.2–1.3): JSON first, with `status` as a number or string and `request` as
-//! a string or number (task ids arrive as integers for reCAPTCHA); on success `request` and
-//! `result` are both kept (which one holds the answer is the registry's `answer_from`) and so is
-//! `user_agent`; both NOT_READY spellings; a bare text code is accepted
+//! a string or number (task ids arrive as integers for reCAPTCHA); on success the answer is
+//! under the first key of the caller's `answer_from` (the registry's, per type) that is present
+//! and not empty, and `user_agent` is kept; both NOT_READY spellings; a bare text code is accepted
 //! even though `json=1` was sent; `OK|value` plain text; anything else (an HTML 502 page, an
 //! empty body) is [`Reply::Unexpected`].
 
@@ -26,10 +26,10 @@ use crate::text::find;
 /// A classified reply.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Reply<'a> {
-    /// `status` 1, with a `request` or `result` that is not empty.
+    /// `status` 1, with a value that is not empty under one of the `answer_from` keys.
     Ok {
-        /// The answer or task id, where the reply holds it.
-        values: Values<'a>,
+        /// The answer or task id.
+        value: Field<'a>,
         /// The solver's user agent, where the reply carries one.
         user_agent: Option<String>,
     },
@@ -67,30 +67,35 @@ pub(crate) fn is_plain_not_ready(body: &[u8]) -> bool {
         == Some(codes::NOT_READY.as_bytes())
 }
 
-/// Classifies one reply body (text: a host's bytes after the engine's one UTF-8 rule). Answers
-/// and `threadsinfo` counts are trusted only with a 2xx status; codes are trusted with any status.
-pub(crate) fn parse(status: u16, body: &str) -> Reply<'_> {
+/// Classifies one reply body (text: a host's bytes after the engine's one UTF-8 rule), taking a
+/// success's value from the first of `answer_from` that holds one. Answers and `threadsinfo`
+/// counts are trusted only with a 2xx status; codes are trusted with any status.
+pub(crate) fn parse<'a>(status: u16, body: &'a str, answer_from: &[AnswerKey]) -> Reply<'a> {
     let success = (200..300).contains(&status);
-    match parse_body(body) {
+    match parse_body(body, answer_from) {
         reply @ (Reply::Code { .. } | Reply::NotReady) => reply,
         reply @ (Reply::Ok { .. } | Reply::Threads { .. }) if success => reply,
         _ => Reply::Unexpected { status, what: describe(body) },
     }
 }
 
-fn parse_body(body: &str) -> Reply<'_> {
+fn parse_body<'a>(body: &'a str, answer_from: &[AnswerKey]) -> Reply<'a> {
     let text = body.trim_ascii();
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     if let Some((status, request)) = common_shape(text) {
-        return common_reply(status, request);
+        return common_reply(status, request, answer_from);
     }
     if text.starts_with('{')
         && let Ok(fields) = serde_json::from_str::<Fields<'_>>(text)
     {
-        return from_fields(fields);
+        return from_fields(fields, answer_from);
     }
     if let Some(value) = text.strip_prefix("OK|") {
-        return Reply::Ok { values: Values::request(Field::Str(Cow::Borrowed(value))), user_agent: None };
+        // The plain-text form's value is its `request`.
+        if answer_from.contains(&AnswerKey::Request) {
+            return Reply::Ok { value: Field::Str(Cow::Borrowed(value)), user_agent: None };
+        }
+        return unexpected();
     }
     classify_code(text, None)
 }
@@ -122,10 +127,10 @@ fn common_shape(text: &str) -> Option<(u8, Field<'_>)> {
 
 /// What [`from_fields`] makes of a reply holding only `status` and `request`, without building
 /// [`Fields`] (~150 instructions per reply natively, callgrind; a property test checks both agree).
-fn common_reply(status: u8, request: Field<'_>) -> Reply<'_> {
+fn common_reply<'a>(status: u8, request: Field<'a>, answer_from: &[AnswerKey]) -> Reply<'a> {
     match request {
-        request if status == 1 && !is_empty(&request) => {
-            Reply::Ok { values: Values::request(request), user_agent: None }
+        request if status == 1 && !is_empty(&request) && answer_from.contains(&AnswerKey::Request) => {
+            Reply::Ok { value: request, user_agent: None }
         }
         Field::Str(code) if status != 1 => classify_code(code.trim(), None),
         _ => unexpected(),
@@ -134,28 +139,6 @@ fn common_reply(status: u8, request: Field<'_>) -> Reply<'_> {
 
 fn unexpected() -> Reply<'static> {
     Reply::Unexpected { status: 0, what: String::new() }
-}
-
-/// The values of a success reply, each kept only where it is present and not empty (a plain
-/// `OK|value` reply is its `request`).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Values<'a> {
-    pub(crate) request: Option<Field<'a>>,
-    pub(crate) result: Option<Field<'a>>,
-}
-
-impl<'a> Values<'a> {
-    fn request(value: Field<'a>) -> Values<'a> {
-        Values { request: Some(value), result: None }
-    }
-
-    /// The value under the first of `keys` the reply holds.
-    pub(crate) fn get(&self, keys: &[AnswerKey]) -> Option<&Field<'a>> {
-        keys.iter().find_map(|key| match key {
-            AnswerKey::Request => self.request.as_ref(),
-            AnswerKey::Result => self.result.as_ref(),
-        })
-    }
 }
 
 /// A value in a reply object, borrowed from the body where it can be: strings (the common case:
@@ -329,7 +312,7 @@ impl<'de> Deserialize<'de> for Fields<'de> {
     }
 }
 
-fn from_fields(f: Fields<'_>) -> Reply<'_> {
+fn from_fields<'a>(mut f: Fields<'a>, answer_from: &[AnswerKey]) -> Reply<'a> {
     let text = |v: Option<Field<'_>>| v.and_then(|v| v.as_str().map(str::to_owned)).filter(|s| !s.is_empty());
     if let Some(threads) = f.threads {
         return match (count(&threads), f.working_threads.as_ref().and_then(count)) {
@@ -344,11 +327,17 @@ fn from_fields(f: Fields<'_>) -> Reply<'_> {
         _ => false,
     };
     if ok {
-        let values = Values { request: f.request.filter(|v| !is_empty(v)), result: f.result.filter(|v| !is_empty(v)) };
-        if values.request.is_none() && values.result.is_none() {
-            return unexpected();
-        }
-        return Reply::Ok { values, user_agent: text(f.user_agent) };
+        let value = answer_from.iter().find_map(|key| {
+            let slot = match key {
+                AnswerKey::Result => &mut f.result,
+                AnswerKey::Request => &mut f.request,
+            };
+            slot.take_if(|v| !is_empty(v))
+        });
+        return match value {
+            Some(value) => Reply::Ok { value, user_agent: text(f.user_agent) },
+            None => unexpected(),
+        };
     }
     match f.request {
         Some(Field::Str(code)) => classify_code(code.trim(), text(f.error_text)),
@@ -411,6 +400,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Where every type's answer is today.
+    const KEYS: &[AnswerKey] = &[AnswerKey::Result, AnswerKey::Request];
+
+    fn parse(status: u16, body: &str) -> Reply<'_> {
+        super::parse(status, body, KEYS)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4_000))]
         /// The shortcut reads exactly what serde_json reads, whenever it reads anything, and
@@ -427,7 +423,7 @@ mod tests {
                     ..Fields::default()
                 };
                 prop_assert_eq!(Some(&fields), by_serde.as_ref(), "{}", text);
-                prop_assert_eq!(common_reply(status, request), from_fields(fields), "{}", text);
+                prop_assert_eq!(common_reply(status, request, KEYS), from_fields(fields, KEYS), "{}", text);
             }
         }
     }
@@ -489,7 +485,7 @@ mod tests {
     #[test]
     fn replies_parse_in_every_documented_shape() {
         fn ok(value: Field<'static>, ua: Option<&str>) -> Reply<'static> {
-            Reply::Ok { values: Values::request(value), user_agent: ua.map(str::to_owned) }
+            Reply::Ok { value, user_agent: ua.map(str::to_owned) }
         }
         let code = |c: &str| Reply::Code { code: c.to_owned(), text: None };
         let cases: Vec<(u16, &str, Reply)> = vec![
@@ -499,13 +495,7 @@ mod tests {
             (
                 200,
                 r#"{"status":1,"request":"OK","result":"cf","user_agent":"UA"}"#,
-                Reply::Ok {
-                    values: Values {
-                        request: Some(Field::Str(Cow::Borrowed("OK"))),
-                        result: Some(Field::Str(Cow::Borrowed("cf"))),
-                    },
-                    user_agent: Some("UA".into()),
-                },
+                ok(Field::Str(Cow::Borrowed("cf")), Some("UA")),
             ),
             (200, r#"{"status":1,"request":"tok","result":""}"#, ok(Field::Str(Cow::Borrowed("tok")), None)),
             (200, r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#, Reply::NotReady),
@@ -549,5 +539,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(parse(200, "\u{FFFD}\u{FFFD}{"), Reply::Unexpected { .. }));
+    }
+
+    /// The caller's `answer_from` decides where the answer is: in its order, skipping keys that
+    /// are absent or empty, and a success with nothing under those keys is unreadable.
+    #[test]
+    fn the_answer_is_under_the_first_key_the_caller_names() {
+        let both = r#"{"status":1,"request":"OK","result":"cf"}"#;
+        let value = |reply: Reply<'static>| match reply {
+            Reply::Ok { value: Field::Str(s), .. } => Some(s.into_owned()),
+            _ => None,
+        };
+        assert_eq!(value(super::parse(200, both, &[AnswerKey::Request, AnswerKey::Result])).as_deref(), Some("OK"));
+        assert_eq!(value(super::parse(200, both, &[AnswerKey::Result])).as_deref(), Some("cf"));
+        let only_request = r#"{"status":1,"request":"7412"}"#;
+        assert!(matches!(super::parse(200, only_request, &[AnswerKey::Result]), Reply::Unexpected { .. }));
+        assert!(matches!(super::parse(200, "OK|tok", &[AnswerKey::Result]), Reply::Unexpected { .. }));
     }
 }

@@ -31,7 +31,7 @@ use crate::config::{Config, Timings};
 use crate::error::{Misuse, ValidationError};
 use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
-use crate::reply::{self, Field, Reply, Values};
+use crate::reply::{self, Field, Reply};
 use crate::snapshot::{self, RestoreError};
 use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
@@ -220,7 +220,7 @@ impl Solve {
         } else {
             // A reply that echoes the key loses it before anything reads (or clips) the text.
             text = crate::text::redact(crate::text::lossy(body), self.key.expose());
-            reply::parse(status, &text)
+            reply::parse(status, &text, self.task.spec().answer_from)
         };
         match step {
             Step::Submit => self.on_submit_reply(now, reply),
@@ -329,14 +329,12 @@ impl Solve {
     }
 
     fn on_submit_reply(&mut self, now: u64, reply: Reply) {
-        let (values, user_agent) = match reply {
-            Reply::Ok { values, user_agent } => (values, user_agent),
-            other => return self.on_other_reply(now, Step::Submit, other),
-        };
-        match self.answer_of(&values) {
-            Some(value) if garbled(value) => self.on_code(now, Step::Submit, unexpected_reply(), "", GARBLED),
-            Some(value) if self.task.is_sync() => self.finish_solved(now, value, user_agent),
-            value => match value.and_then(task_id_of) {
+        match reply {
+            Reply::Ok { value, .. } if garbled(&value) => {
+                self.on_code(now, Step::Submit, unexpected_reply(), "", GARBLED)
+            }
+            Reply::Ok { value, user_agent } if self.task.is_sync() => self.finish_solved(now, &value, user_agent),
+            Reply::Ok { value, .. } => match task_id_of(&value) {
                 Some(task_id) => {
                     self.set_task_id(Some(task_id));
                     self.state.poll_errors = 0;
@@ -344,24 +342,18 @@ impl Solve {
                 }
                 None => self.on_code(now, Step::Submit, unexpected_reply(), "", " (the submit reply held no task id)"),
             },
+            other => self.on_other_reply(now, Step::Submit, other),
         }
     }
 
     fn on_poll_reply(&mut self, now: u64, reply: Reply) {
-        let (values, user_agent) = match reply {
-            Reply::Ok { values, user_agent } => (values, user_agent),
-            other => return self.on_other_reply(now, Step::Poll, other),
-        };
-        match self.answer_of(&values) {
-            Some(value) if garbled(value) => self.on_code(now, Step::Poll, unexpected_reply(), "", GARBLED),
-            Some(value) => self.finish_solved(now, value, user_agent),
-            None => self.on_code(now, Step::Poll, unexpected_reply(), "", " (the reply held no answer)"),
+        match reply {
+            Reply::Ok { value, .. } if garbled(&value) => {
+                self.on_code(now, Step::Poll, unexpected_reply(), "", GARBLED)
+            }
+            Reply::Ok { value, user_agent } => self.finish_solved(now, &value, user_agent),
+            other => self.on_other_reply(now, Step::Poll, other),
         }
-    }
-
-    /// The value where the task's type says the answer (or the task id) is.
-    fn answer_of<'v, 'a>(&self, values: &'v Values<'a>) -> Option<&'v Field<'a>> {
-        values.get(self.task.spec().answer_from)
     }
 
     /// Codes, not-ready and unreadable replies, through the code table.
