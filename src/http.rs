@@ -290,8 +290,8 @@ const PLAIN: [bool; 256] = {
 /// Appends `value` encoded as `application/x-www-form-urlencoded` (space as `+`): plain runs
 /// copied whole, every other byte `%XX`. The same bytes as `form_urlencoded::byte_serialize`,
 /// hand-written because that crate costs more per canned reCAPTCHA solve (callgrind, A/B):
-/// natively 8.86k instructions against 7.88k (+12%, over 2,000 solves: past the 1 µs goal on a
-/// 0.95 µs day), through wasmtime 66.3k against 62.2k (+6.6%, `driver-bench --canned`).
+/// natively 8.79k instructions against 7.81k (+12.6%, over 2,000 solves: past the 1 µs goal on
+/// a 0.95 µs day), through wasmtime 65.0k against 61.8k (+5%, `driver-bench --canned`).
 fn url_encode_into(out: &mut String, value: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let bytes = value.as_bytes();

@@ -7,11 +7,11 @@
 //! allocation of that size class (memory held is the peak per class, never more); large blocks
 //! (images) go back to talc.
 //!
-//! Why it is kept, measured against talc alone (the same engine, A/B): 62.2k against 68.9k
-//! instructions per canned solve through wasmtime (-9.7%; callgrind, the difference between
-//! `driver-bench --canned 600` and `--canned 200`). Its costs: 19.6 KB of component (366,696
-//! against 347,109 bytes) and 49 bytes more per in-flight solve (1,769 against 1,720,
-//! `driver-bench --solves 20000`).
+//! Why it is kept, measured against talc alone (the same engine, A/B): 61.8k against 70.8k
+//! instructions per canned solve through wasmtime (-13%; callgrind, the difference between
+//! `driver-bench --canned 1300` and `--canned 300`). Its costs: 20 KB of component (366,627
+//! against 346,607 bytes) and 50-85 bytes more per in-flight solve (1,769-1,809 against
+//! 1,720-1,724, `driver-bench --solves 20000`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::UnsafeCell;
