@@ -1,4 +1,4 @@
-//! The solve record's lifecycle: every transition of `solve/{id}` (format in [`record`]), each
+//! The solve record's lifecycle: every transition of `solve/{id}` (its format in `record`), each
 //! a compare-and-swap against the exact bytes last read, so any number of instances sharing the
 //! store drive a solve one at a time, submit its task once, keep to the plan's threads
 //! (`crate::budget`) and store its ending once.
@@ -10,8 +10,9 @@
 //! ```
 //!
 //! The HTTP API (`crate::api`) calls one transition per step and renders what it returns; the
-//! engine decides everything about the protocol (`crate::drive`). This module chooses only
-//! times: how long a lease lasts and how long a record is kept.
+//! engine decides everything about the protocol (`crate::drive`). This module decides only the
+//! bookkeeping: who drives a solve and until when, when it takes a thread slot, how long its
+//! record is kept.
 
 mod record;
 
@@ -61,7 +62,8 @@ pub struct Held {
 
 /// Where [`Held::advance`] left a solve.
 pub enum Advanced {
-    /// Still in flight; the lease is released (or lost to another driver).
+    /// Still in flight, and this request no longer drives it: its lease is released, or the
+    /// record changed under it (deleted, or taken over after the lease ran out).
     Pending { retry_after_ms: u64 },
     /// Admission needs the plan's size and it could not be read: the engine's failure. The
     /// lease is released and the solve unchanged.
