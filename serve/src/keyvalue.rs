@@ -13,8 +13,8 @@
 
 use wasmtime::component::{HasData, Linker, Resource};
 
-use crate::HostState;
 use crate::kv::{KvError, KvStore};
+use crate::server::HostState;
 use crate::spin::{DEFAULT_STORE, KvAccess, MAX_OPEN_STORES};
 
 mod generated {

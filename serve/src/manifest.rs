@@ -213,7 +213,7 @@ impl Manifest {
 
 #[cfg(test)]
 mod tests {
-    use crate::*;
+    use super::*;
 
     const TOML: &str = r#"
 spin_manifest_version = 2

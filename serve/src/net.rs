@@ -7,7 +7,7 @@
 //!   [`Limits::header_read_timeout`] is closed (slowloris).
 //! * [`Phase::Draining`]: no new connections; idle keep-alive connections close, in-flight
 //!   requests carry on. [`Phase::Stopped`]: requests still waiting for their response head
-//!   answer a JSON `503` (see `crate::handle`), connections get [`FLUSH_GRACE`] to write it, then
+//!   answer a JSON `503` (see `crate::handler`), connections get [`FLUSH_GRACE`] to write it, then
 //!   are dropped.
 
 use std::net::SocketAddr;
@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use crate::Limits;
+use crate::config::Limits;
 
 /// Where a server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -5,7 +5,7 @@
 
 use wasmtime::component::{Accessor, FutureReader, HasData, Linker, Resource, StreamReader};
 
-use crate::HostState;
+use crate::server::HostState;
 use crate::variables::VariableError;
 
 mod generated {
