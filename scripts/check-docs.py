@@ -155,6 +155,7 @@ class Check:
                                             self.env.get("PATH", "")])
         self.env["VIRTUAL_ENV"] = str(self.venv)
         self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+        self.env["CAPTCHAAI_CACHE_DIR"] = str(scratch / "captchaai-cache")  # the CLI's, not ~/.cache
         self.run_sh: Optional[subprocess.Popen] = None
         self.built = False
 
