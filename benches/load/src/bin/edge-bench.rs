@@ -1,12 +1,12 @@
 //! Requests per second and p99 of `GET /v1/solve/{id}` while the solve is not yet due (the engine
 //! says "wait", so no upstream request is made; the edge answers from the solve record, which
-//! keeps when the next request is due, and writes nothing), on the edge app served by `captchaai_serve`,
-//! next to a hello-world Spin component on the same host, same load generator, same process.
+//! keeps when the next request is due, and writes nothing), on the edge app served by
+//! `captchaai_serve`, next to a hello-world Spin component on the same host; load from wrk.
 //!
 //! ```sh
 //! cargo xtask component && cargo xtask edge
 //! cargo build --manifest-path host-tests/edge-hello/Cargo.toml --target wasm32-wasip2 --release
-//! cargo run --release -p captchaai-benches --bin edge-bench -- --requests 10000 --concurrency 16
+//! cargo run --release -p captchaai-benches --bin edge-bench -- --duration 5 --connections 16
 //! cargo run --release -p captchaai-benches --bin edge-bench -- --kv sqlite:target/bench-kv.db   # or redis://127.0.0.1:6379
 //! ```
 
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
-use captchaai_benches::{LoadReport, LoadSpec, run};
+use captchaai_benches::{Load, LoadReport, run};
 use captchaai_emulator::{Emulator, EmulatorConfig};
 use captchaai_serve::{KvBackend, ServeConfig, Server};
 use clap::Parser;
@@ -24,13 +24,11 @@ use clap::Parser;
 struct Args {
     /// Connections, one request in flight each.
     #[arg(long, default_value_t = 16)]
-    concurrency: usize,
-    /// Measured requests per target (the id must stay "not yet due": keep this to ~12 s of load).
-    #[arg(long, default_value_t = 10_000)]
-    requests: usize,
-    /// Unmeasured requests first.
-    #[arg(long, default_value_t = 500)]
-    warmup: usize,
+    connections: usize,
+    /// Seconds of load per measurement (the two edge measurements must end before the solves'
+    /// first poll is due, 26 s after their submit).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10))]
+    duration: u64,
     /// The edge app's key-value store: `memory`, `sqlite:PATH` or `redis://HOST:PORT`.
     #[arg(long, default_value = "memory")]
     kv: KvBackend,
@@ -61,15 +59,15 @@ async fn serve(
     Server::start(config).await.context("starting the server (are the components built?)")
 }
 
-fn spec(url: String, args: &Args, auth: bool) -> LoadSpec {
-    let mut spec = LoadSpec::get(url);
-    spec.concurrency = args.concurrency;
-    spec.requests = args.requests;
-    spec.warmup = args.warmup;
+fn load(url: String, paths: Vec<String>, args: &Args, auth: bool) -> Load {
+    let mut load = Load::get(url);
+    load.paths = paths;
+    load.connections = args.connections;
+    load.duration = std::time::Duration::from_secs(args.duration);
     if auth {
-        spec.headers.push(("authorization".into(), format!("Bearer {TOKEN}")));
+        load.headers.push(("authorization".into(), format!("Bearer {TOKEN}")));
     }
-    spec
+    load
 }
 
 #[tokio::main]
@@ -90,7 +88,7 @@ async fn main() -> Result<()> {
 
     // reCAPTCHA solves: submitted, then not due for 26 s (the engine's first wait).
     let mut ids = Vec::new();
-    for _ in 0..=args.concurrency {
+    for _ in 0..=args.connections {
         ids.push(start_solve(&edge).await?);
     }
     // A POST may answer 202 before submitting (the edge submits only when the upstream call fits
@@ -106,41 +104,17 @@ async fn main() -> Result<()> {
     }
     let upstream_before = emulator.requests().len();
 
-    // Every connection on one id: the same record read by 16 connections at once.
-    let not_due = run(&spec(format!("{}/v1/solve/{}?wait=0", edge.url(), ids[0]), &args, true)).await?;
-    // One id per connection: every request reads its own solve's record.
-    let per_connection = Args {
-        concurrency: 1,
-        requests: args.requests / args.concurrency,
-        warmup: args.warmup / args.concurrency,
-        kv: args.kv.clone(),
-    };
-    let started = std::time::Instant::now();
-    let loads: Vec<_> = ids[1..]
-        .iter()
-        .map(|id| {
-            let spec = spec(format!("{}/v1/solve/{id}?wait=0", edge.url()), &per_connection, true);
-            tokio::spawn(async move { run(&spec).await })
-        })
-        .collect();
-    let mut reports = Vec::new();
-    for load in loads {
-        reports.push(load.await??);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let distinct_total: usize = reports.iter().map(|r| r.requests).sum();
-    let distinct_p99 = reports.iter().map(|r| r.p99).max().unwrap_or_default();
-    let distinct_non_2xx: usize = reports.iter().map(|r| r.non_2xx).sum();
+    // Every connection on one id: the same record read by every connection at once.
+    let not_due = run(&load(format!("{}/v1/solve/{}?wait=0", edge.url(), ids[0]), Vec::new(), &args, true)).await?;
+    // Requests spread over as many ids as connections: each reads its own solve's record.
+    let paths = ids[1..].iter().map(|id| format!("/v1/solve/{id}?wait=0")).collect();
+    let spread = run(&load(edge.url(), paths, &args, true)).await?;
     let upstream_during = emulator.requests().len() - upstream_before;
-    let hello_report = run(&spec(format!("{}/", hello.url()), &args, false)).await?;
-    let health = run(&spec(format!("{}/healthz", edge.url()), &args, false)).await?;
+    let hello_report = run(&load(format!("{}/", hello.url()), Vec::new(), &args, false)).await?;
+    let health = run(&load(format!("{}/healthz", edge.url()), Vec::new(), &args, false)).await?;
 
     report("edge GET /v1/solve/{id} (not yet due), all connections on one id", &not_due);
-    println!(
-        "edge GET /v1/solve/{{id}} (not yet due), one id per connection: {:.0} req/s, p99 {:.2} ms (worst connection), {distinct_non_2xx} non-2xx",
-        distinct_total as f64 / elapsed,
-        ms(distinct_p99)
-    );
+    report("edge GET /v1/solve/{id} (not yet due), requests spread over one id per connection", &spread);
     report("edge GET /healthz", &health);
     report("hello-world GET /", &hello_report);
     println!(
@@ -154,7 +128,8 @@ async fn main() -> Result<()> {
             r.method, r.path, r.action, r.polled_id, r.at_ms
         );
     }
-    if not_due.non_2xx > 0 || distinct_non_2xx > 0 || upstream_during > 0 {
+    let failed = |r: &LoadReport| r.non_2xx > 0 || r.socket_errors > 0;
+    if failed(&not_due) || failed(&spread) || upstream_during > 0 {
         bail!("the not-yet-due requests must all be 202 and reach no upstream");
     }
     edge.shutdown().await;
@@ -192,17 +167,5 @@ async fn start_solve(edge: &Server) -> Result<String> {
 }
 
 fn report(what: &str, r: &LoadReport) {
-    println!(
-        "{what}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} requests, {} non-2xx)",
-        r.req_per_s,
-        ms(r.p50),
-        ms(r.p99),
-        ms(r.max),
-        r.requests,
-        r.non_2xx
-    );
-}
-
-fn ms(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1_000.0
+    println!("{what}: {r}");
 }

@@ -1,10 +1,10 @@
-//! Requests per second and latency of a component served by `captchaai_serve`, measured with
-//! the closed-loop load generator in `captchaai_benches`, in one process (server and
-//! client share the machine's cores, as they would on a single-box benchmark).
+//! Requests per second and latency of a component served by `captchaai_serve` in this process,
+//! measured by wrk (server and client share the machine's cores, as on any single-box
+//! benchmark).
 //!
 //! ```sh
 //! cargo build --manifest-path host-tests/edge-hello/Cargo.toml --target wasm32-wasip2 --release
-//! cargo run --release -p captchaai-benches --bin serve-bench -- --requests 20000 --concurrency 16
+//! cargo run --release -p captchaai-benches --bin serve-bench -- --duration 10 --connections 16
 //! # an already running server instead (e.g. `captchaai-serve …`):
 //! cargo run --release -p captchaai-benches --bin serve-bench -- --url http://127.0.0.1:3000/healthz
 //! ```
@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use captchaai_benches::{LoadSpec, run};
+use captchaai_benches::{Load, run};
 use captchaai_serve::{Allocation, ServeConfig, Server, variables};
 use clap::Parser;
 
@@ -36,13 +36,10 @@ struct Args {
     variables: Vec<String>,
     /// Connections, one request in flight each.
     #[arg(long, default_value_t = 16)]
-    concurrency: usize,
-    /// Measured requests.
-    #[arg(long, default_value_t = 20_000)]
-    requests: usize,
-    /// Unmeasured requests first.
-    #[arg(long, default_value_t = 1_000)]
-    warmup: usize,
+    connections: usize,
+    /// Seconds of load.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
     /// Pooled instances for the in-process server; 0 = on-demand allocation.
     #[arg(long, default_value_t = 1_000)]
     max_instances: u32,
@@ -78,16 +75,15 @@ async fn main() -> anyhow::Result<()> {
             url
         }
     };
-    let mut spec = LoadSpec::get(url.clone());
-    spec.concurrency = args.concurrency;
-    spec.requests = args.requests;
-    spec.warmup = args.warmup;
+    let mut load = Load::get(url.clone());
+    load.connections = args.connections;
+    load.duration = std::time::Duration::from_secs(args.duration);
     for h in &args.headers {
         let (k, v) = h.split_once(':').context("--header expects `NAME: VALUE`")?;
-        spec.headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        load.headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
-    let report = run(&spec).await?;
-    println!("GET {url} with {} connections: {report}", spec.concurrency);
+    let report = run(&load).await?;
+    println!("GET {url} with {} connections: {report}", load.connections);
     if let Some(server) = server {
         server.shutdown().await;
     }
