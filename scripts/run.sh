@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job: builds everything and serves the Spin edge app on 127.0.0.1:3000 with the
-# project's own Spin host. Upstream is the bundled CaptchaAI emulator (started here on
-# 127.0.0.1:8099) unless CAPTCHAAI_KEY and CAPTCHAAI_BASE_URL are both given.
+# The main job: builds everything and serves the Spin edge app on 127.0.0.1:3000, under real Spin
+# when there is one (`$SPIN_BIN`, or `spin` on PATH, version 4.1 or later), else under the
+# bundled Spin-compatible host (captchaai-serve); it says which. Upstream is the bundled
+# CaptchaAI emulator (started here on 127.0.0.1:8099) unless CAPTCHAAI_KEY and
+# CAPTCHAAI_BASE_URL are both given.
 #
 # State: the edge keeps its solves in SQLite at target/edge-state/sqlite_key_value.db, so they
 # survive a restart of this script (EDGE_RUNTIME_CONFIG=FILE: a Spin runtime config file whose
@@ -20,8 +22,9 @@ CHILDREN=()
 cleanup() {
   trap - EXIT INT TERM
   local pid
-  # In order: the serve host first (it lets in-flight requests finish for up to 10 s or answers
-  # them with a JSON 503, then exits), then the emulator it may still be calling.
+  # In order: the server first (the bundled host lets in-flight requests finish for up to 10 s
+  # or answers them with a JSON 503, then exits; Spin exits at once), then the emulator it may
+  # still be calling.
   for pid in "${CHILDREN[@]}"; do
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
@@ -33,10 +36,33 @@ trap 'exit 143' TERM
 
 source scripts/setup.sh
 
+# Real Spin when there is one: $SPIN_BIN, else `spin` on PATH; version 4.1 or later (spin-sdk 7).
+spin_at_least_4_1() {
+  local version
+  version=$("$1" --version 2>/dev/null | awk '{print $2}') || return 1
+  [[ $version =~ ^([0-9]+)\.([0-9]+) ]] || return 1
+  (( BASH_REMATCH[1] > 4 || (BASH_REMATCH[1] == 4 && BASH_REMATCH[2] >= 1) ))
+}
+SPIN=""
+if [ -n "${SPIN_BIN:-}" ]; then
+  if ! spin_at_least_4_1 "$SPIN_BIN"; then
+    echo "run.sh: SPIN_BIN=$SPIN_BIN is not a Spin 4.1 or later (it prints: $("$SPIN_BIN" --version 2>&1 | head -1))" >&2
+    exit 1
+  fi
+  SPIN="$SPIN_BIN"
+elif command -v spin >/dev/null 2>&1 && spin_at_least_4_1 "$(command -v spin)"; then
+  SPIN="$(command -v spin)"
+fi
+
 step "building the engine component, the edge app and the hello component"
 build_all
-step "building the serve host and the emulator (release; the first build takes a few minutes)"
-cargo build --release -p captchaai-serve -p captchaai-emulator
+if [ -n "$SPIN" ]; then
+  step "building the emulator (release)"
+  cargo build --release -p captchaai-emulator
+else
+  step "building the bundled Spin host and the emulator (release; the first build takes a few minutes)"
+  cargo build --release -p captchaai-serve -p captchaai-emulator
+fi
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
@@ -67,13 +93,17 @@ if [ -n "${EDGE_RUNTIME_CONFIG:-}" ]; then
   STORE_TEXT="as configured in $EDGE_RUNTIME_CONFIG"
 fi
 
-step "starting the edge app on http://127.0.0.1:$PORT (key-value store: $STORE_TEXT)"
-SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" \
-SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" \
-SPIN_VARIABLE_API_BASE="$API_BASE" \
+export SPIN_VARIABLE_CAPTCHAAI_KEY="$CAPTCHAAI_KEY" SPIN_VARIABLE_CLIENT_TOKENS="$TOKEN" SPIN_VARIABLE_API_BASE="$API_BASE"
+if [ -n "$SPIN" ]; then
+  step "starting the edge app under real Spin ($SPIN, $("$SPIN" --version | head -1)) on http://127.0.0.1:$PORT (key-value store: $STORE_TEXT)"
+  "$SPIN" up --from spin.toml --listen "127.0.0.1:$PORT" "${STORE_ARGS[@]}" &
+else
+  step "starting the edge app under the bundled Spin host (captchaai-serve; no Spin 4.1+ found: set SPIN_BIN to use one) on http://127.0.0.1:$PORT (key-value store: $STORE_TEXT)"
   target/release/captchaai-serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
     "${STORE_ARGS[@]}" --cache-dir target/component-cache &
+fi
 SERVE_PID=$!
+unset SPIN_VARIABLE_CAPTCHAAI_KEY
 CHILDREN=("$SERVE_PID" "${CHILDREN[@]}")
 
 # Wait until the server answers (a first start compiles the component: up to a minute).
@@ -82,13 +112,13 @@ for _ in $(seq 1 600); do
     break
   fi
   if ! kill -0 "$SERVE_PID" 2>/dev/null; then
-    echo "run.sh: the serve host exited before it was ready (see its messages above)" >&2
+    echo "run.sh: the server exited before it was ready (see its messages above)" >&2
     exit 1
   fi
   sleep 0.2
 done
 if ! curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; then
-  echo "run.sh: the serve host did not answer /healthz within 2 minutes" >&2
+  echo "run.sh: the server did not answer /healthz within 2 minutes" >&2
   exit 1
 fi
 
