@@ -29,7 +29,7 @@ pub struct ServeConfig {
     pub component_name: Option<String>,
     /// Where the `default` key-value store lives.
     pub kv: KvBackend,
-    /// Allowed outbound destinations (`scheme://host[:port]` patterns, see [`AllowedHosts`]), in
+    /// Allowed outbound destinations (`scheme://host[:port]` patterns, see [`crate::AllowedHosts`]), in
     /// addition to the manifest's.
     pub allowed_outbound: Vec<String>,
     /// Directory for compiled components (`None`: compile at every start).
