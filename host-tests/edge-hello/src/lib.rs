@@ -12,6 +12,7 @@
 //! | `GET /kv-open?label=L` | `Store::open(L)` | `{"ok":true}` or `{"error":…}` (404) |
 //! | `PUT /kv/{key}` | `set(key, body)` | `{"ok":true}` |
 //! | `GET /kv/{key}` | `get(key)` | `{"value":"<utf-8 lossy>","len":n}` or `{"value":null}` |
+//! | `GET /wkv/{key}` | `wasi:keyvalue/store` `open("default")` + `get(key)`, as the edge reads a record | `{"len":n}` or `{"len":null}` |
 //! | `DELETE /kv/{key}` | `delete(key)` | `{"ok":true}` |
 //! | `GET /kv-exists/{key}` | `exists(key)` | `{"exists":bool}` |
 //! | `GET /kv-keys` | `get_keys().collect()` (sorted) | `{"keys":[…]}` |
@@ -35,6 +36,12 @@ use spin_sdk::key_value::Store;
 
 type Answer = Response<FullBody<Bytes>>;
 
+/// `wasi:keyvalue/store` 0.2.0-draft2 (wit/hello.wit), the edge app's key-value interface.
+mod wasi_kv {
+    wit_bindgen::generate!({ path: "wit", world: "captchaai:edge-hello/hello", generate_all });
+    pub use wasi::keyvalue::store;
+}
+
 #[spin_sdk::http_service]
 async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
     let method = req.method().clone();
@@ -46,6 +53,11 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
     if let Some(key) = path.strip_prefix("/kv/") {
         let key = percent_decode(key);
         return kv_item(&method, &key, req).await;
+    }
+    if let (&Method::GET, Some(key)) = (&method, path.strip_prefix("/wkv/")) {
+        let bucket = wasi_kv::store::open("default").map_err(|e| anyhow::anyhow!("open default: {e:?}"))?;
+        let value = bucket.get(&percent_decode(key)).map_err(|e| anyhow::anyhow!("get: {e:?}"))?;
+        return Ok(json(StatusCode::OK, serde_json::json!({ "len": value.map(|v| v.len()) })));
     }
     if let Some(key) = path.strip_prefix("/kv-exists/") {
         let store = Store::open_default().await?;
