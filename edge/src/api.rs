@@ -3,14 +3,17 @@
 //!
 //! | status | when | class |
 //! |---|---|---|
-//! | 400 | a body that is not UTF-8, a bad `wait`, or any engine failure whose origin is `input` (malformed task JSON, a bad field: `field` names it) | permanent |
+//! | 400 | a body that is not UTF-8, a bad `wait` or `Idempotency-Key`, or any engine failure whose origin is `input` (malformed task JSON, a bad field: `field` names it) | permanent |
 //! | 401 | missing or wrong bearer token | permanent |
 //! | 404 | unknown route or solve id | permanent |
 //! | 405 | wrong method for the route | permanent |
+//! | 409 | a POST whose `Idempotency-Key` another request is still creating a solve for | transient |
 //! | 413 | body over 2 MiB | permanent |
-//! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up) | permanent / unsolvable |
-//! | 503 | an engine failure of class `transient`; `Retry-After` from its `retry-after-ms` | transient |
-//! | 500 | a deployment problem (a missing variable, the key-value store) | transient |
+//! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up), or an `Idempotency-Key` used before with another body | permanent / unsolvable |
+//! | 503 | an engine failure of class `transient`, or the key-value store unreachable; `Retry-After` | transient |
+//! | 500 | a deployment problem (a missing variable) | transient |
+//!
+//! Every answer about a solve carries its id in `Solve-Id`, and its 200 or 202 also `Location`.
 //!
 //! The edge reads only an engine failure's `origin`, `class` and `retry-after-ms` (and passes its
 //! code, message and field through); it knows no engine code.
@@ -23,14 +26,23 @@ use subtle::ConstantTimeEq;
 
 use crate::clock::now_ms;
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
-use crate::ids::new_id;
-use crate::kv::Kv;
+use crate::ids::{self, new_id};
+use crate::kv::{Kv, StoreError};
 use crate::lifecycle::{self, Advanced, Found, Held, Outcome, StoredResult};
 use crate::request::{self, Route};
 use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
 use crate::{budget, metrics, plan};
 
 type Response = http::Response<FullBody<Bytes>>;
+
+/// `Retry-After` of 500 and of 503 `STORE_UNAVAILABLE`, seconds.
+const INTERNAL_RETRY_S: u64 = 5;
+
+/// The header that names the solve an answer is about.
+const SOLVE_ID: &str = "solve-id";
+
+/// The `Idempotency-Key` request header (IETF httpapi draft).
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// An error response.
 struct Reject {
@@ -57,14 +69,20 @@ impl Reject {
         }
     }
 
+    /// 503 `STORE_UNAVAILABLE` when the key-value store failed (it may be back soon), else 500.
     fn internal(error: anyhow::Error) -> Reject {
         // Messages of internal errors are logged, not returned: they may describe the deployment.
         eprintln!("edge: internal error: {error:#}");
-        Reject {
-            class: "transient",
-            retry_after_s: Some(5),
-            ..Reject::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the gateway failed; try again")
-        }
+        let (status, code, message) = if error.downcast_ref::<StoreError>().is_some() {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "STORE_UNAVAILABLE",
+                "the gateway's key-value store is unreachable; try again",
+            )
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the gateway failed; try again")
+        };
+        Reject { class: "transient", retry_after_s: Some(INTERNAL_RETRY_S), ..Reject::new(status, code, message) }
     }
 
     /// An engine failure as an error: the status from its origin (`input`: 400) and class
@@ -146,10 +164,13 @@ pub async fn handle(request: Request) -> Response {
     let started = now_ms();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let (response, id) = match route(request).await {
+    let (mut response, id) = match route(request).await {
         Ok((response, id)) => (response, id),
         Err((reject, id)) => (reject.into_response(id.as_deref()), id),
     };
+    if let Some(id) = &id {
+        name_solve(&mut response, &method, id);
+    }
     // Logs carry no key, token, answer or query string.
     let id = id.map(|id| format!(" id={id}")).unwrap_or_default();
     eprintln!(
@@ -159,6 +180,19 @@ pub async fn handle(request: Request) -> Response {
         now_ms().saturating_sub(started)
     );
     response
+}
+
+/// Names the solve `id` an answer is about: `Solve-Id` always, `Location` on its 200 and 202
+/// (a `DELETE` answers about a solve that is gone).
+fn name_solve(response: &mut Response, method: &Method, id: &str) {
+    let Ok(value) = HeaderValue::from_str(id) else { return };
+    response.headers_mut().insert(SOLVE_ID, value);
+    if matches!(response.status(), StatusCode::OK | StatusCode::ACCEPTED)
+        && *method != Method::DELETE
+        && let Ok(location) = HeaderValue::from_str(&format!("{}{id}", request::SOLVE_PREFIX))
+    {
+        response.headers_mut().insert(http::header::LOCATION, location);
+    }
 }
 
 type Routed = Result<(Response, Option<String>), (Reject, Option<String>)>;
@@ -201,7 +235,7 @@ async fn route(request: Request) -> Routed {
             _ => wrong_method("GET, HEAD"),
         };
     }
-    authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
+    let token = authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
     let wait = request::wait_seconds(request.uri().query(), DEFAULT_WAIT_S, MAX_WAIT_S).ok_or_else(|| {
         let message = format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}");
         let reject = Reject::new(StatusCode::BAD_REQUEST, "INVALID_WAIT", message);
@@ -209,7 +243,7 @@ async fn route(request: Request) -> Routed {
     })?;
     let kv = Kv::open().map_err(|e| (Reject::internal(e), None))?;
     match (route, method) {
-        (Route::Solves, Method::POST) => start(request, &kv, &settings, wait).await,
+        (Route::Solves, Method::POST) => start(request, &token, &kv, &settings, wait).await,
         (Route::Solves, _) => wrong_method("POST"),
         (Route::Threads, Method::GET | Method::HEAD) => {
             threads(&kv, &settings).await.map(|r| (r, None)).map_err(|r| (r, None))
@@ -223,17 +257,19 @@ async fn route(request: Request) -> Routed {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` against every accepted token in constant time.
-fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<(), Reject> {
+/// Checks `Authorization: Bearer <token>` against every accepted token in constant time;
+/// returns the token presented.
+fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<Vec<u8>, Reject> {
     let header = request.headers().get(http::header::AUTHORIZATION).map(HeaderValue::as_bytes);
     let mut matched = subtle::Choice::from(0);
-    if let Some(presented) = request::bearer_token(header) {
+    let presented = request::bearer_token(header);
+    if let Some(presented) = presented {
         for token in accepted {
             matched |= token.as_bytes().ct_eq(presented);
         }
     }
     if bool::from(matched) {
-        Ok(())
+        Ok(presented.unwrap_or_default().to_vec())
     } else {
         Err(Reject::new(
             StatusCode::UNAUTHORIZED,
@@ -243,9 +279,34 @@ fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String
     }
 }
 
+/// The `Idempotency-Key` of a request, if it has one: `Err` (400) for a malformed one or more
+/// than one.
+fn idempotency_key(request: &Request) -> Result<Option<String>, Reject> {
+    let mut values = request.headers().get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    match request::idempotency_key(value.as_bytes()) {
+        Some(key) if values.next().is_none() => Ok(Some(key.to_owned())),
+        _ => {
+            let message = format!(
+                "`Idempotency-Key` must be one key of 1 to {} printable ASCII characters, bare (no spaces, quotes or \\) or as a quoted string",
+                request::MAX_IDEMPOTENCY_KEY
+            );
+            let reject = Reject::new(StatusCode::BAD_REQUEST, "INVALID_IDEMPOTENCY_KEY", message);
+            Err(Reject { field: Some("Idempotency-Key".into()), ..reject })
+        }
+    }
+}
+
 /// `POST /v1/solve`: validates the task (nothing is sent for a bad one), stores it once
 /// (`snapshot-base`) and drives the solve for up to `wait` seconds.
-async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
+///
+/// With an `Idempotency-Key`, the solve's id is [`ids::keyed_id`] of the client's token and the
+/// key, and only the request that wins its claim creates it: any other request with the same
+/// token, key and body continues that solve as `GET /v1/solve/{id}` does (its 202, or its stored
+/// response once finished), so a client cut off mid-POST retries and gets its solve, submitted
+/// once. The same key with another body is a 422. The key lives as long as the solve.
+async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wait: u64) -> Routed {
+    let key = idempotency_key(&request).map_err(|r| (r, None))?;
     let too_large = || {
         (
             Reject::new(
@@ -276,19 +337,57 @@ async fn start(request: Request, kv: &Kv, settings: &Settings, wait: u64) -> Rou
         metrics::failed(kv, f.class, f.origin);
         (Reject::from_failure(&f), None)
     })?;
-    let id = new_id().map_err(|e| (Reject::internal(e), None))?;
     let wait_until = now + wait * 1_000;
-    let held = lifecycle::create(kv, settings, &id, &solve, wait_until).map_err(|e| internal(&id, e))?;
-    drive(kv, settings, &id, held, Some(solve), wait_until).await
+    let Some(key) = key else {
+        let id = new_id().map_err(|e| (Reject::internal(e), None))?;
+        let held = lifecycle::create(kv, settings, &id, &solve, None, wait_until).map_err(|e| internal(&id, e))?;
+        return drive(kv, settings, &id, held, Some(solve), wait_until).await;
+    };
+    let id = ids::keyed_id(token, &key);
+    let fingerprint = ids::fingerprint(&body);
+    // Twice at most: a solve that expired or was deleted since the claim was lost is gone, its
+    // claim with it, so the key starts a new one.
+    for _ in 0..2 {
+        if lifecycle::claim(kv, &id).map_err(|e| internal(&id, e))? {
+            let held = lifecycle::create(kv, settings, &id, &solve, Some(fingerprint), wait_until)
+                .map_err(|e| internal(&id, e))?;
+            return drive(kv, settings, &id, held, Some(solve), wait_until).await;
+        }
+        let found = lifecycle::lease(kv, settings, &id, Some(&fingerprint), wait_until).await;
+        match found.map_err(|e| internal(&id, e))? {
+            Found::Missing => continue,
+            found => return answer(&id, found, kv, settings, wait_until).await,
+        }
+    }
+    Err(creating())
 }
 
 /// `GET /v1/solve/{id}`: a finished solve's response again (until it expires), or the solve
 /// continued from its state for up to `wait` seconds. Unknown ids never touch the upstream.
 async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let wait_until = now_ms() + wait * 1_000;
+    let found = lifecycle::lease(kv, settings, id, None, wait_until).await.map_err(|e| internal(id, e))?;
+    answer(id, found, kv, settings, wait_until).await
+}
+
+/// 409: the solve of an `Idempotency-Key` is still being created by another request.
+fn creating() -> (Reject, Option<String>) {
+    let message = "another request with this `Idempotency-Key` is still starting its solve; try again";
+    let reject = Reject::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_IN_USE", message);
+    (Reject { class: "transient", retry_after_s: Some(1), field: Some("Idempotency-Key".into()), ..reject }, None)
+}
+
+/// Answers about solve `id` from what [`lifecycle::lease`] found, driving it if leased.
+async fn answer(id: &str, found: Found, kv: &Kv, settings: &Settings, wait_until: u64) -> Routed {
     let owned = Some(id.to_owned());
-    match lifecycle::lease(kv, settings, id, wait_until).await.map_err(|e| internal(id, e))? {
+    match found {
         Found::Missing => Err(not_found(owned)),
+        Found::OtherRequest => {
+            let message = "this `Idempotency-Key` was used with another body; use a new key for a new task";
+            let reject = Reject::new(StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED", message);
+            Err((Reject { field: Some("Idempotency-Key".into()), ..reject }, None))
+        }
+        Found::Creating => Err(creating()),
         Found::Finished(result) => Ok((stored_response(result), owned)),
         Found::Pending { retry_after_ms } => Ok((pending(id, retry_after_ms), owned)),
         Found::Leased(held) => drive(kv, settings, id, held, None, wait_until).await,
@@ -347,9 +446,8 @@ fn pending(id: &str, retry_after_ms: u64) -> Response {
     let seconds = retry_after_ms.div_ceil(1_000).max(1);
     let mut response =
         json_response(StatusCode::ACCEPTED, &json!({"id": id, "status": "pending", "retry_after_s": seconds}));
+    // `Location` and `Solve-Id` are added by `name_solve`.
     response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
-    let location = HeaderValue::from_str(&format!("/v1/solve/{id}")).unwrap_or(HeaderValue::from_static("/v1/solve"));
-    response.headers_mut().insert(http::header::LOCATION, location);
     response
 }
 

@@ -2,7 +2,7 @@
 //! what to send and when (each request's `at`), what a reply means, when to give up.
 
 use crate::clock::{now_ms, sleep_until};
-use crate::engine::{Failure, Output, Solution, Solve};
+use crate::engine::{Failure, HttpRequest, Output, Solution, Solve};
 use crate::kv::Kv;
 use crate::metrics;
 use crate::upstream;
@@ -26,6 +26,15 @@ pub enum Progress {
 /// Margin kept between the end of an upstream request and the end of the lease, ms.
 pub const LEASE_MARGIN_MS: u64 = 1_000;
 
+/// What the caller keeps of a run. Each returns false when the caller lost the solve (deleted,
+/// or taken over): the run stops.
+pub trait Checkpoint {
+    /// `request` is about to be sent.
+    fn sending(&mut self, solve: &Solve, request: &HttpRequest) -> anyhow::Result<bool>;
+    /// A result came back and the solve goes on: its `snapshot-state` is worth keeping.
+    fn answered(&mut self, solve: &Solve) -> anyhow::Result<bool>;
+}
+
 fn misuse(m: crate::engine::Misuse) -> anyhow::Error {
     anyhow::anyhow!("engine misuse: {m:?}")
 }
@@ -36,16 +45,16 @@ fn misuse(m: crate::engine::Misuse) -> anyhow::Error {
 /// `lease_until`, the end of this driver's lease: so the caller answers by `wait_until` + the
 /// upstream timeout, and no other driver can take the solve while a request is out.
 ///
-/// After every result that does not end the solve, `checkpoint` stores the engine's
-/// `snapshot-state`; if it reports the lease lost, the run stops. The engine's state does not
-/// change between handing out a request and being given its reply, so the state a pending
-/// answer keeps is the one before anything was sent.
+/// Before each send `checkpoint` hears of the request, and after every result that does not
+/// end the solve it stores the engine's `snapshot-state`; if either reports the lease lost, the
+/// run stops. The engine's state does not change between handing out a request and being
+/// given its reply, so the state a pending answer keeps is the one before anything was sent.
 pub async fn run(
     solve: &Solve,
     wait_until: u64,
     lease_until: u64,
     kv: &Kv,
-    mut checkpoint: impl FnMut(&Solve) -> anyhow::Result<bool>,
+    checkpoint: &mut impl Checkpoint,
 ) -> anyhow::Result<Progress> {
     let mut sent = false;
     let mut output = solve.poll_output(now_ms()).map_err(misuse)?;
@@ -63,6 +72,9 @@ pub async fn run(
         if now_ms() + request.timeout_ms + LEASE_MARGIN_MS > lease_until {
             return Ok(Progress::Pending { retry_after_ms: 1_000, due: None });
         }
+        if !checkpoint.sending(solve, &request)? {
+            return Ok(Progress::Lost);
+        }
         sent = true;
         let reply = upstream::send(&request).await;
         metrics::upstream(kv, request.kind, reply.is_ok());
@@ -71,7 +83,7 @@ pub async fn run(
             Err(error) => solve.handle_transport_error(now_ms(), request.id, error),
         }
         .map_err(misuse)?;
-        if matches!(output, Output::Send(_)) && !checkpoint(solve)? {
+        if matches!(output, Output::Send(_)) && !checkpoint.answered(solve)? {
             return Ok(Progress::Lost);
         }
     }

@@ -20,8 +20,22 @@ pub enum Swapped {
     Conflict,
 }
 
+/// The store failed (unreachable, timed out, refused): the request cannot go on now, but may
+/// later. The API answers it with 503 and `Retry-After` (`crate::api`); its text names the
+/// operation and key, never a value.
+#[derive(Debug)]
+pub struct StoreError(String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
 fn kv_error(what: &str, key: &str, e: store::Error) -> anyhow::Error {
-    anyhow::anyhow!("key-value {what} {key}: {e:?}")
+    StoreError(format!("key-value {what} {key}: {e:?}")).into()
 }
 
 impl Kv {

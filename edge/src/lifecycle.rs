@@ -13,6 +13,16 @@
 //! engine decides everything about the protocol (`crate::drive`). This module decides only the
 //! bookkeeping: who drives a solve and until when, when it takes a thread slot, how long its
 //! record is kept.
+//!
+//! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and
+//! the solve's thread slot is extended to the latest its task can hold a CaptchaAI thread (the
+//! deadline plus one request timeout). The checkpoint of the submit's result clears the note.
+//! A driver that finds the note set (its driver stopped, e.g. killed, after sending and before
+//! saving the reply) cannot know whether CaptchaAI took the task. It submits again (the engine
+//! restored from the last checkpoint sends the submit once more: at-least-once), counts it
+//! (`captchaai_submits_in_doubt_total`), and leaves the old slot held until it expires, for the
+//! possible orphan task, taking a fresh slot for the new submit: the budget never counts fewer
+//! threads than CaptchaAI may have busy.
 
 mod record;
 
@@ -23,7 +33,7 @@ use record::{Lease, Loaded, SolveRecord};
 
 use crate::clock::{now_ms, sleep_ms};
 use crate::drive::{self, Progress};
-use crate::engine::{Failure, Solution, Solve};
+use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
 use crate::ids::new_id;
 use crate::kv::{Kv, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
@@ -45,6 +55,11 @@ const CONTENDED_RETRY_MS: u64 = 1_000;
 pub enum Found {
     /// No such solve: never created, deleted, or expired (an expired one is removed now).
     Missing,
+    /// A solve started with an `Idempotency-Key` and another body than this request's.
+    OtherRequest,
+    /// The solve of an `Idempotency-Key` is claimed but not created yet (its creator is still
+    /// at it, or stopped in between: then the claim is swept once it expires).
+    Creating,
     /// The solve ended: its stored response, to repeat.
     Finished(StoredResult),
     /// Nothing to do within this request's wait: the next upstream request is due later, or
@@ -69,7 +84,7 @@ pub enum Advanced {
     /// lease is released and the solve unchanged.
     Refused(Failure),
     /// The engine ended the solve: render it and [`Ended::settle`] it.
-    Ended(Ended),
+    Ended(Box<Ended>),
 }
 
 /// How a solve ended.
@@ -93,10 +108,23 @@ fn lease_until(settings: &Settings, wait_until: u64) -> u64 {
     wait_until + PREPARE_MS + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
 }
 
-/// Creates solve `id` (fresh and random: nobody else writes its keys) from the engine's new
-/// `solve`: the task (`snapshot-base`) once, the record leased to this request for a wait
-/// ending at `wait_until`, and its entry in the expiry queue.
-pub fn create(kv: &Kv, settings: &Settings, id: &str, solve: &Solve, wait_until: u64) -> anyhow::Result<Held> {
+/// Claims solve `id` for an `Idempotency-Key`: true for the one request that may [`create`] it.
+pub fn claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
+    record::claim(kv, id)
+}
+
+/// Creates solve `id` (fresh and random, or [`claim`]ed: nobody else writes its keys) from the
+/// engine's new `solve`: the task (`snapshot-base`) once, the record leased to this request for
+/// a wait ending at `wait_until`, and its entry in the expiry queue. `request`: the body's
+/// fingerprint of a solve started with an `Idempotency-Key`.
+pub fn create(
+    kv: &Kv,
+    settings: &Settings,
+    id: &str,
+    solve: &Solve,
+    request: Option<String>,
+    wait_until: u64,
+) -> anyhow::Result<Held> {
     let holder = new_id()?;
     let lease_until = lease_until(settings, wait_until);
     let record = SolveRecord {
@@ -108,6 +136,8 @@ pub fn create(kv: &Kv, settings: &Settings, id: &str, solve: &Solve, wait_until:
         result: None,
         due: None,
         rev: holder,
+        submitting: None,
+        request,
     };
     let loaded = record::create(kv, id, solve.snapshot_base(), &record)?;
     sweep::enqueue(kv, id, record.exp)?;
@@ -118,15 +148,37 @@ pub fn create(kv: &Kv, settings: &Settings, id: &str, solve: &Solve, wait_until:
 /// while another request holds the lease. An expired solve is removed. A solve with nothing
 /// due before `wait_until` is answered from the one record read, writing nothing; so is a
 /// finished one. Every other outcome runs one bounded sweep ([`sweep`]).
-pub async fn lease(kv: &Kv, settings: &Settings, id: &str, wait_until: u64) -> anyhow::Result<Found> {
+///
+/// `request`: the body's fingerprint of a POST with an `Idempotency-Key` that lost the id's
+/// [`claim`]: the solve must have been started with the same body, and while its record is
+/// not there yet, the request waits for it within its wait.
+pub async fn lease(
+    kv: &Kv,
+    settings: &Settings,
+    id: &str,
+    request: Option<&str>,
+    wait_until: u64,
+) -> anyhow::Result<Found> {
     let holder = new_id()?;
     let mut swept = false;
     loop {
         let now = now_ms();
         let Some(mut loaded) = record::load(kv, id)? else {
+            if request.is_some() {
+                if now + LEASE_POLL_MS <= wait_until {
+                    sleep_ms(LEASE_POLL_MS).await;
+                    continue;
+                }
+                // Should its creator have stopped before creating it, the claim is swept.
+                sweep::enqueue(kv, id, lease_until(settings, wait_until) + settings.abandon_after_ms)?;
+                return Ok(Found::Creating);
+            }
             self::sweep(kv);
             return Ok(Found::Missing);
         };
+        if request.is_some() && loaded.record.request.as_deref() != request {
+            return Ok(Found::OtherRequest);
+        }
         if loaded.record.exp <= now {
             expire(kv, id, &loaded.record)?;
             self::sweep(kv);
@@ -174,6 +226,9 @@ impl Held {
         wait_until: u64,
     ) -> anyhow::Result<Advanced> {
         let lease_until = self.loaded.record.lease.as_ref().map_or(0, |l| l.until);
+        if self.loaded.record.submitting.is_some() && !self.doubt(kv)? {
+            return Ok(Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS });
+        }
         if let Some(answer) = self.admit(kv, settings, lease_until, wait_until).await? {
             return Ok(answer);
         }
@@ -196,7 +251,25 @@ impl Held {
             Progress::Solved(solution) => Outcome::Solved(solution),
             Progress::Failed(failure) => Outcome::Failed(failure),
         };
-        Ok(Advanced::Ended(Ended { held: self, outcome, at }))
+        Ok(Advanced::Ended(Box::new(Ended { held: self, outcome, at })))
+    }
+
+    /// A submit in doubt (see the module docs): the note is cleared and the slot left to the
+    /// possible orphan task until it expires, so [`Held::admit`] takes a fresh one for the submit
+    /// sent again; counted once, by the request whose swap does it. False if the record changed.
+    fn doubt(&mut self, kv: &Kv) -> anyhow::Result<bool> {
+        let orphan = self.loaded.record.slot;
+        let mut next = self.loaded.record.clone();
+        next.submitting = None;
+        next.slot = None;
+        next.slot_exp = 0;
+        if let Swapped::Conflict = record::swap(kv, &self.id, &mut self.loaded, next)? {
+            return Ok(false);
+        }
+        metrics::submit_in_doubt(kv);
+        let kept = orphan.map(|n| format!("; thread slot {n} stays held until it expires")).unwrap_or_default();
+        eprintln!("edge: solve {}: a submit was sent but its reply never saved: sending it again{kept}", self.id);
+        Ok(true)
     }
 
     /// Makes sure the solve holds a thread slot: renews the one it holds (the record forgets a
@@ -263,9 +336,8 @@ impl Held {
             .map_err(|e| anyhow::anyhow!("restoring solve {id}: {e:?}"))
     }
 
-    /// Runs the engine (`crate::drive`), checkpointing each result into the record: the state,
-    /// and once the task is at CaptchaAI, the record's and the slot's expiry extended to the
-    /// latest the task can hold a thread.
+    /// Runs the engine (`crate::drive`), checkpointing into the record each submit about to be
+    /// sent and each result (see [`Checkpoints`]).
     async fn run(
         &mut self,
         kv: &Kv,
@@ -274,36 +346,64 @@ impl Held {
         lease_until: u64,
         wait_until: u64,
     ) -> anyhow::Result<Progress> {
-        let id = self.id.as_str();
-        let loaded = &mut self.loaded;
-        let timeout = settings.upstream_timeout_ms;
-        let mut lost_on_slot = false;
-        let progress = drive::run(solve, wait_until, lease_until, kv, |solve| {
-            let mut next = loaded.record.clone();
-            next.state = Some(solve.snapshot_state());
-            next.due = None;
-            if let Some(deadline) = solve.deadline() {
-                // The solve is at CaptchaAI now: keep it (and its thread slot) until its task can
-                // no longer hold a thread, plus a grace to collect the outcome.
-                let slot_exp = deadline + timeout + drive::LEASE_MARGIN_MS;
-                next.exp = next.exp.max(slot_exp + settings.abandon_after_ms);
-                if let Some(n) = next.slot
-                    && next.slot_exp < slot_exp
-                {
-                    if !budget::renew(kv, n, id, slot_exp)? {
-                        lost_on_slot = true;
-                    }
-                    next.slot_exp = slot_exp;
-                }
-            }
-            // The sweep queue's entry re-reads the record's `exp`, so a later expiry needs no entry.
-            Ok(matches!(record::swap(kv, id, loaded, next)?, Swapped::Yes))
-        })
-        .await?;
-        if lost_on_slot {
-            eprintln!("edge: solve {id} lost its thread slot while in flight");
+        let mut checkpoints = Checkpoints { kv, settings, held: self, lost_slot: false };
+        let progress = drive::run(solve, wait_until, lease_until, kv, &mut checkpoints).await?;
+        if checkpoints.lost_slot {
+            eprintln!("edge: solve {} lost its thread slot while in flight", self.id);
         }
         Ok(progress)
+    }
+}
+
+/// The record's side of a run: a submit is noted before it is sent, and each result's
+/// state is saved; each a swap that fails if the solve was taken over or deleted meanwhile.
+struct Checkpoints<'a> {
+    kv: &'a Kv,
+    settings: &'a Settings,
+    held: &'a mut Held,
+    /// The solve's thread slot turned out to be held by another solve (it had expired).
+    lost_slot: bool,
+}
+
+impl Checkpoints<'_> {
+    /// Swaps in `next`, first extending the record and its thread slot to the latest the task
+    /// can hold a CaptchaAI thread (its deadline plus one request timeout, and a grace to
+    /// collect the outcome). The sweep queue's entry re-reads the record's `exp`, so a later
+    /// expiry needs no entry.
+    fn save(&mut self, solve: &Solve, mut next: record::SolveRecord) -> anyhow::Result<bool> {
+        let Held { id, loaded } = &mut *self.held;
+        if let Some(deadline) = solve.deadline() {
+            let slot_exp = deadline + self.settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS;
+            next.exp = next.exp.max(slot_exp + self.settings.abandon_after_ms);
+            if let Some(n) = next.slot
+                && next.slot_exp < slot_exp
+            {
+                if !budget::renew(self.kv, n, id, slot_exp)? {
+                    self.lost_slot = true;
+                }
+                next.slot_exp = slot_exp;
+            }
+        }
+        Ok(matches!(record::swap(self.kv, id, loaded, next)?, Swapped::Yes))
+    }
+}
+
+impl drive::Checkpoint for Checkpoints<'_> {
+    fn sending(&mut self, solve: &Solve, request: &HttpRequest) -> anyhow::Result<bool> {
+        if request.kind != RequestKind::Submit {
+            return Ok(true);
+        }
+        let mut next = self.held.loaded.record.clone();
+        next.submitting = Some(request.id);
+        self.save(solve, next)
+    }
+
+    fn answered(&mut self, solve: &Solve) -> anyhow::Result<bool> {
+        let mut next = self.held.loaded.record.clone();
+        next.state = Some(solve.snapshot_state());
+        next.due = None;
+        next.submitting = None;
+        self.save(solve, next)
     }
 }
 
@@ -337,6 +437,8 @@ impl Ended {
             result: Some(StoredResult { status, body: body.clone() }),
             due: None,
             rev: String::new(),
+            submitting: None,
+            request: loaded.record.request.clone(),
         };
         if let Swapped::Conflict = record::swap(kv, id, loaded, next)? {
             return Ok(());
@@ -362,7 +464,7 @@ fn release(kv: &Kv, id: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
 
 /// Removes an expired solve and gives back its thread slot.
 fn expire(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
-    record::remove(kv, id)?;
+    record::remove(kv, id, record.request.is_some())?;
     if let Some(n) = record.slot {
         budget::release(kv, n, id)?;
     }
@@ -376,7 +478,7 @@ fn expire(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
 pub fn delete(kv: &Kv, id: &str) -> anyhow::Result<bool> {
     self::sweep(kv);
     let Some(loaded) = record::load(kv, id)? else { return Ok(false) };
-    record::remove(kv, id)?;
+    record::remove(kv, id, loaded.record.request.is_some())?;
     if loaded.record.result.is_some()
         && let Some(n) = loaded.record.slot
     {
@@ -393,7 +495,7 @@ pub fn sweep(kv: &Kv) {
     let visit = |id: &str, now: u64| match record::load(kv, id)? {
         Some(loaded) if loaded.record.exp > now => Ok(Some(loaded.record.exp)),
         Some(loaded) => expire(kv, id, &loaded.record).map(|()| None),
-        None => record::remove(kv, id).map(|()| None),
+        None => record::remove(kv, id, true).map(|()| None),
     };
     if let Err(e) = sweep::run(kv, visit) {
         eprintln!("edge: sweep: {e:#}");

@@ -55,6 +55,12 @@ pub fn failed(kv: &Kv, class: FailureClass, origin: FailureOrigin) {
     bump(kv, &format!("metrics/solves/failed/{}/{}", class_name(class), origin_name(origin)), 1);
 }
 
+/// A driver found a submit whose reply was never saved, and sends it again
+/// (`crate::lifecycle`, submits in doubt).
+pub fn submit_in_doubt(kv: &Kv) {
+    bump(kv, "metrics/submits_in_doubt", 1);
+}
+
 /// An upstream request of `kind` came back with a reply (`ok`) or a transport error.
 pub fn upstream(kv: &Kv, kind: RequestKind, ok: bool) {
     let result = if ok { "reply" } else { "transport_error" };
@@ -109,6 +115,10 @@ pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
             writeln!(out, "captchaai_edge_upstream_requests_total{{kind=\"{kind}\",result=\"{result}\"}} {n}")?;
         }
     }
+    let in_doubt = kv.counter("metrics/submits_in_doubt")?;
+    out += "# HELP captchaai_submits_in_doubt_total Submits sent whose reply was never saved (their driver stopped), sent again; each possible orphan task keeps a thread slot until the solve's deadline.\n";
+    out += "# TYPE captchaai_submits_in_doubt_total counter\n";
+    writeln!(out, "captchaai_submits_in_doubt_total {in_doubt}")?;
     out += "# HELP captchaai_edge_threads_busy Thread slots held by solves now (all instances).\n";
     out += "# TYPE captchaai_edge_threads_busy gauge\n";
     writeln!(out, "captchaai_edge_threads_busy {busy}")?;

@@ -73,6 +73,26 @@ pub fn bearer_token(header: Option<&[u8]>) -> Option<&[u8]> {
     (scheme.eq_ignore_ascii_case(b"bearer ") && !token.is_empty()).then_some(token)
 }
 
+/// The longest `Idempotency-Key` accepted, characters.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// An `Idempotency-Key` header value as the key it names: either the IETF draft's quoted string
+/// (`"..."`: 1 to [`MAX_IDEMPOTENCY_KEY`] printable ASCII characters, spaces included, without
+/// `"` or `\`) or the same key bare (no spaces). `None` for anything else: empty, too long,
+/// another character, a stray quote.
+pub fn idempotency_key(value: &[u8]) -> Option<&str> {
+    let visible = |b: &u8| b.is_ascii_graphic() && *b != b'"' && *b != b'\\';
+    let key = match value {
+        [b'"', inner @ .., b'"'] if inner.iter().all(|b| *b == b' ' || visible(b)) => inner,
+        bare if bare.iter().all(visible) => bare,
+        _ => return None,
+    };
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+        return None;
+    }
+    std::str::from_utf8(key).ok()
+}
+
 /// A `Content-Length` header value; `None` when absent or not decimal digits only.
 pub fn declared_length(header: Option<&[u8]>) -> Option<u64> {
     digits(header?)

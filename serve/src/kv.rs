@@ -6,6 +6,12 @@
 //! [`KvStore::compare_and_swap`] are atomic across all users of the store: an SQLite
 //! `BEGIN IMMEDIATE` transaction, Redis `INCRBY` and a Lua script, a mutex in memory.
 //!
+//! Store faults: a Redis command that gets no answer within [`REDIS_RESPONSE_TIMEOUT`] fails
+//! (the guest sees a store error, which the edge answers with a 503); a lost connection is
+//! re-established on the next command, so the store comes back by itself once Redis does. An
+//! SQLite file returns freed pages to the file system as values are deleted (incremental
+//! vacuum), so it shrinks back after a burst of large values.
+//!
 //! Counters: SQLite and memory store a counter as 8 little-endian bytes (like Spin's SQLite
 //! store), Redis as a decimal string (`INCRBY`). Incrementing a value that is not a counter is
 //! [`KvError::NotACounter`].
@@ -155,6 +161,13 @@ impl std::fmt::Debug for KvStore {
     }
 }
 
+/// How long a Redis command may wait for its answer before it fails (a paused or overloaded
+/// server); also the bound on each connection attempt.
+pub const REDIS_RESPONSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Free SQLite pages that trigger an incremental vacuum after a delete (4 KiB pages: 1 MiB).
+const SQLITE_VACUUM_PAGES: i64 = 256;
+
 /// The label of the store in Spin's SQLite table (this host serves only `default`).
 const LABEL: &str = "default";
 
@@ -198,9 +211,13 @@ impl KvStore {
             KvBackend::Redis(url) => {
                 let shown = backend.to_string();
                 let client = redis::Client::open(url.as_str()).with_context(|| format!("{shown}: bad URL"))?;
+                // A command waits at most REDIS_RESPONSE_TIMEOUT; a broken connection is
+                // replaced on the next command, after one quick retry.
                 let config = redis::aio::ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(std::time::Duration::from_secs(5)))
-                    .set_number_of_retries(2);
+                    .set_connection_timeout(Some(REDIS_RESPONSE_TIMEOUT))
+                    .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT))
+                    .set_number_of_retries(1)
+                    .set_max_delay(std::time::Duration::from_millis(200));
                 let mut conn = tokio::time::timeout(
                     std::time::Duration::from_secs(15),
                     redis::aio::ConnectionManager::new_with_config(client, config),
@@ -285,6 +302,7 @@ impl KvStore {
                 Self::sqlite(db, move |c| {
                     c.prepare_cached("DELETE FROM spin_key_value WHERE store = ?1 AND key = ?2")?
                         .execute(params![LABEL, key])?;
+                    sqlite_return_free_pages(c);
                     Ok(())
                 })
                 .await
@@ -500,6 +518,7 @@ impl KvStore {
                             .execute(params![LABEL, k])?;
                     }
                     tx.commit()?;
+                    sqlite_return_free_pages(c);
                     Ok(())
                 })
                 .await
@@ -526,8 +545,19 @@ impl Sqlite {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             // WAL: readers do not block the writer; NORMAL: a commit survives a crash of this
             // process (not necessarily a power loss), without an fsync per write.
+            // Incremental auto-vacuum: freed pages can be given back to the file system
+            // (`sqlite_return_free_pages`). It takes effect on a new file; an existing file
+            // (e.g. Spin's) is converted by one VACUUM, skipped while another process holds it.
+            if conn.pragma_query_value(None, "auto_vacuum", |row| row.get::<_, i64>(0))? != 2 {
+                conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+                if let Err(e) = conn.execute_batch("VACUUM") {
+                    eprintln!("serve: {}: not converted to incremental vacuum now: {e}", path.display());
+                }
+            }
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // The write-ahead log is cut back to this size after each checkpoint.
+            conn.pragma_update(None, "journal_size_limit", 4 * 1024 * 1024)?;
             conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS spin_key_value (
                     store TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (store, key))",
@@ -536,6 +566,27 @@ impl Sqlite {
         };
         let conn = setup().with_context(|| format!("{} is not a usable key-value database", path.display()))?;
         Ok(Sqlite { conn: Mutex::new(conn) })
+    }
+}
+
+/// Gives free pages back to the file system once there are [`SQLITE_VACUUM_PAGES`] of them:
+/// an incremental vacuum, then a checkpoint that also empties the write-ahead log (it waits, up
+/// to the busy timeout, for other processes' readers). Best effort: a failure is logged, never
+/// the caller's.
+fn sqlite_return_free_pages(c: &rusqlite::Connection) {
+    let result = (|| -> rusqlite::Result<()> {
+        let free: i64 = c.pragma_query_value(None, "freelist_count", |row| row.get(0))?;
+        if free >= SQLITE_VACUUM_PAGES {
+            // Each step frees pages: run the statement to its end.
+            let mut vacuum = c.prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = vacuum.query([])?;
+            while rows.next()?.is_some() {}
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        eprintln!("serve: sqlite: returning free pages: {e}");
     }
 }
 
@@ -570,6 +621,47 @@ mod tests {
         assert!("file:/tmp/kv.json".parse::<KvBackend>().is_err());
         let shown = KvBackend::Redis("redis://user:hunter2@db:6379/1".into()).to_string();
         assert_eq!(shown, "redis redis://db:6379/1");
+    }
+
+    /// A burst of large values written and deleted: the SQLite file (and its write-ahead log)
+    /// give the freed pages back, a file written by another host without auto-vacuum included.
+    #[tokio::test]
+    async fn sqlite_returns_free_pages() {
+        let dir = std::env::temp_dir().join(format!("captchaai-serve-vacuum-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(SQLITE_FILE);
+        // A file as Spin (or this host's earlier versions) created it: no auto-vacuum, WAL.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE spin_key_value (store TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+                 PRIMARY KEY (store, key))",
+            )
+            .unwrap();
+        let size = || {
+            let file =
+                |suffix: &str| std::fs::metadata(format!("{}{suffix}", path.display())).map(|m| m.len()).unwrap_or(0);
+            file("") + file("-wal")
+        };
+        let kv = KvStore::open(&KvBackend::Sqlite(path.clone())).await.unwrap();
+        let empty = size();
+        let keys: Vec<String> = (0..20).map(|i| format!("solve/{i}/base")).collect();
+        for key in &keys {
+            kv.set(key, vec![7; 200_000]).await.unwrap();
+        }
+        kv.set("kept", b"small".to_vec()).await.unwrap();
+        let full = size();
+        for key in &keys[..10] {
+            kv.delete(key).await.unwrap();
+        }
+        kv.delete_many(keys[10..].to_vec()).await.unwrap();
+        let after = size();
+        eprintln!("sqlite file + wal: empty {empty} B, 4 MB stored {full} B, deleted {after} B");
+        assert!(full > 4_000_000, "{full}");
+        assert!(after < 1_000_000, "freed pages were not returned: {after} B of {full} B");
+        assert_eq!(kv.get("kept").await.unwrap().as_deref(), Some(&b"small"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,11 +4,17 @@
 //! - `solve/{id}/base`: the engine's `snapshot-base` (the task, an image included), written
 //!   once per solve and deleted when it finishes.
 //! - `solve/{id}`: the solve record: the engine's `snapshot-state` (a few hundred bytes) after
-//!   each result, the lease, the thread slot, and once finished the response to repeat. It is
-//!   created once with a plain `set` under a fresh random id and from then on changed only by
-//!   compare-and-swap against the exact bytes last seen, so two instances never both drive a
-//!   solve: whoever swaps in its lease drives, and a driver whose checkpoint fails to swap has
-//!   lost the solve (deleted, or taken over after its lease ran out) and stops.
+//!   each result, the lease, the thread slot, a submit in flight, and once finished the response
+//!   to repeat. It is created once with a plain `set` by the one writer of its id (a fresh random
+//!   id, or the winner of the id's claim) and from then on changed only by compare-and-swap
+//!   against the exact bytes last seen, so two instances never both drive a solve: whoever swaps
+//!   in its lease drives, and a driver whose checkpoint fails to swap has lost the solve
+//!   (deleted, or taken over after its lease ran out) and stops.
+//! - `solve/{id}/claim`: a counter, for solves started with an `Idempotency-Key`: whoever
+//!   increments it to 1 creates the solve. Removed with the solve.
+//!
+//! Records written by the previous version (without `submitting` and `request`) read as solves
+//! with no submit in flight, started without a key.
 //!
 //! Every value carries `exp` (epoch ms): wasi:keyvalue has no TTL, so expired records are
 //! removed when met and by the bounded sweep (`crate::sweep`).
@@ -55,6 +61,15 @@ pub struct SolveRecord {
     /// A random value per write: makes every written value unique to its writer (see
     /// `Cas::swap`).
     pub rev: String,
+    /// The engine's id of a submit request sent and whose result is not saved yet: set just
+    /// before the send, cleared with the checkpoint of its result. A driver that finds it set
+    /// cannot know whether CaptchaAI took the task (`crate::lifecycle`, submits in doubt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitting: Option<u32>,
+    /// The body's fingerprint (`crate::ids::fingerprint`) of a solve started with an
+    /// `Idempotency-Key`: a retry with the same key must bring the same body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -69,6 +84,15 @@ fn record_key(id: &str) -> String {
 
 fn base_key(id: &str) -> String {
     format!("solve/{id}/base")
+}
+
+fn claim_key(id: &str) -> String {
+    format!("solve/{id}/claim")
+}
+
+/// Claims `id` for its creator: true for the one caller that increments its claim first.
+pub fn claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
+    Ok(kv.increment(&claim_key(id), 1)? == 1)
 }
 
 /// A solve record as read: its exact bytes (what a compare-and-swap must find) and contents.
@@ -114,8 +138,13 @@ pub fn drop_base(kv: &Kv, id: &str) -> anyhow::Result<()> {
     kv.delete(&base_key(id))
 }
 
-/// Removes everything of the solve.
-pub fn remove(kv: &Kv, id: &str) -> anyhow::Result<()> {
+/// Removes everything of the solve; `claimed`: its claim too (a solve started with an
+/// `Idempotency-Key`, or one whose record is not there to say).
+pub fn remove(kv: &Kv, id: &str, claimed: bool) -> anyhow::Result<()> {
     kv.delete(&record_key(id))?;
-    kv.delete(&base_key(id))
+    kv.delete(&base_key(id))?;
+    if claimed {
+        kv.delete(&claim_key(id))?;
+    }
+    Ok(())
 }
