@@ -128,9 +128,24 @@ impl Stack {
     }
 
     async fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Vec<u8>>) -> Reply {
+        self.call_with(method, path, token, &[], body).await
+    }
+
+    /// [`Stack::call`] with extra request headers.
+    async fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Reply {
         let mut request = hyper::Request::builder().method(method).uri(format!("{}{path}", self.url()));
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).unwrap();
         let response =
@@ -590,6 +605,109 @@ async fn the_server_log_never_shows_the_key_tokens_or_answers() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_retried_with_its_idempotency_key_gets_the_same_solve() {
+    idempotent_posts(Runtime::Serve).await;
+}
+
+/// `Idempotency-Key`: a client cut off mid-POST retries with the key and gets its solve, which
+/// was submitted once; after it ended, the same POST repeats its stored response (the quoted
+/// form of the key too). Another body with the key is a 422 naming the header, a bad key a 400,
+/// and nothing is sent for either. Two POSTs with a fresh key at once start one solve; another
+/// token with the same key starts its own. Every answer about a solve names it in `Solve-Id`,
+/// its 200 and 202 also in `Location`.
+async fn idempotent_posts(runtime: Runtime) {
+    let stack = Arc::new(Stack::start_on(runtime, KEY).await);
+    let turnstile = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE});
+    let task = turnstile.to_string().into_bytes();
+    let submits = |stack: &Stack| stack.emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    let post = |key: &'static str, body: Vec<u8>, wait: u64| {
+        let stack = stack.clone();
+        async move {
+            let path = format!("/v1/solve?wait={wait}");
+            stack.call_with("POST", &path, Some(TOKEN), &[("idempotency-key", key)], Some(body)).await
+        }
+    };
+    let names_its_solve = |reply: &Reply| {
+        let id = reply.body["id"].as_str().expect("an id").to_owned();
+        assert_eq!(reply.headers["solve-id"], id.as_str(), "{}", reply.body);
+        if matches!(reply.status, 200 | 202) {
+            assert_eq!(reply.headers["location"], format!("/v1/solve/{id}").as_str());
+        }
+        id
+    };
+
+    // Cut off while the POST waits for the answer (Turnstile's first poll is 13 s away).
+    let cut = tokio::time::timeout(Duration::from_secs(2), post("order-4711", task.clone(), 25)).await;
+    assert!(cut.is_err(), "the POST answered within 2 s");
+    let mut reply = post("order-4711", task.clone(), 25).await;
+    for _ in 0..10 {
+        if reply.status != 202 {
+            break;
+        }
+        names_its_solve(&reply);
+        sleep_until_worth_polling(&reply.body).await;
+        reply = post("order-4711", task.clone(), 25).await;
+    }
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let id = names_its_solve(&reply);
+    assert_eq!(submits(&stack), 1, "the retried POST did not submit again");
+    let again = post("\"order-4711\"", task.clone(), 0).await;
+    assert_eq!((again.status, &again.body), (200, &reply.body), "the stored response, for the quoted key too");
+    let fetched = stack.get(&id, 0).await;
+    assert_eq!((fetched.status, &fetched.body), (200, &reply.body));
+    names_its_solve(&fetched);
+
+    // The key with another body; malformed keys. Nothing is sent for any of them.
+    let before = stack.upstream_requests();
+    let other = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": "https://other.example.com/"});
+    let reused = post("order-4711", other.to_string().into_bytes(), 0).await;
+    assert_eq!(
+        (reused.status, reused.body["code"].as_str(), reused.body["field"].as_str()),
+        (422, Some("IDEMPOTENCY_KEY_REUSED"), Some("Idempotency-Key")),
+        "{}",
+        reused.body
+    );
+    let long = "k".repeat(256);
+    for bad in ["", "two words", "a\"b", "back\\slash", "\"unterminated", long.as_str(), "\"\""] {
+        let reply = stack
+            .call_with("POST", "/v1/solve", Some(TOKEN), &[("idempotency-key", bad)], Some(task.clone()))
+            .await;
+        assert_eq!(
+            (reply.status, reply.body["code"].as_str(), reply.body["field"].as_str()),
+            (400, Some("INVALID_IDEMPOTENCY_KEY"), Some("Idempotency-Key")),
+            "{bad:?}: {}",
+            reply.body
+        );
+    }
+    assert_eq!(stack.upstream_requests(), before, "nothing refused was sent");
+
+    // Two at once with a fresh key: one solve, one submit.
+    let (a, b) = tokio::join!(post("batch-9", task.clone(), 2), post("batch-9", task.clone(), 2));
+    let ids: Vec<String> = [&a, &b]
+        .iter()
+        .filter(|r| r.status != 409)
+        .map(|r| {
+            assert_eq!(r.status, 202, "{}", r.body);
+            names_its_solve(r)
+        })
+        .collect();
+    assert!(!ids.is_empty() && ids.iter().all(|i| *i == ids[0]), "{} / {}", a.body, b.body);
+    assert_eq!(submits(&stack), 2, "two POSTs with one key submitted once");
+    // Another client token, the same key: a solve of its own.
+    let theirs = stack
+        .call_with(
+            "POST",
+            "/v1/solve?wait=0",
+            Some("another-token-1234567"),
+            &[("idempotency-key", "batch-9")],
+            Some(task.clone()),
+        )
+        .await;
+    assert_eq!(theirs.status, 202, "{}", theirs.body);
+    assert_ne!(names_its_solve(&theirs), ids[0], "keys are per client token");
+}
+
 /// The representative subset under real Spin 4.1 (`spin up --from spin.toml`): a solve with
 /// long-poll continuation and log hygiene, fault mapping and threads, no plan, auth and input
 /// limits. Ignored by default (they need a Spin CLI); `--include-ignored` runs them.
@@ -606,6 +724,12 @@ mod real_spin {
     #[ignore = "needs real Spin 4.1+ ($SPIN_BIN or ../shared/tools/spin/spin): --include-ignored"]
     async fn upstream_faults_map_to_documented_statuses() {
         upstream_faults(Runtime::Spin).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "needs real Spin 4.1+ ($SPIN_BIN or ../shared/tools/spin/spin): --include-ignored"]
+    async fn a_post_retried_with_its_idempotency_key_gets_the_same_solve() {
+        idempotent_posts(Runtime::Spin).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
