@@ -1,31 +1,66 @@
 #!/usr/bin/env bash
-# Installs bindings/python into a venv under target/ and runs its tests (and the overhead bench
-# with BENCH=1). Needs target/component/captchaai_engine.wasm (`cargo xtask component`) and the
-# emulator target/release/captchaai-emulator (`cargo build --release -p captchaai-emulator`, or
-# set CAPTCHAAI_EMULATOR). Run from anywhere; extra arguments go to pytest.
+# Installs bindings/python into venvs under target/ and runs its tests on each call layer and
+# wasmtime-py version the package supports (and the overhead bench with BENCH=1):
+#
+#   wasmtime 50.0.1, fast layer (_wit.py)         every test            target/venv-python
+#   wasmtime 50.0.1, public API (forced by env)   every test            target/venv-python
+#   wasmtime 49.0.0, fast layer                   every test            target/venv-python-wasmtime49
+#   wasmtime 44.0.0, public API (untested: falls  vectors, call layers,  target/venv-python-wasmtime44
+#                    back with one warning)       failures
+#
+# $CAPTCHAAI_ENGINE_EXPECT_LAYER tells tests/test_call_paths.py which layer each run must be on.
+# Needs target/component/captchaai_engine.wasm (`cargo xtask component`) and the emulator
+# target/release/captchaai-emulator (`cargo build --release -p captchaai-emulator`, or set
+# CAPTCHAAI_EMULATOR). Run from anywhere; extra arguments go to every pytest run (e.g. -q).
+# QUICK=1 runs only the first line of the table.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 venv="${PYTHON_VENV:-$root/target/venv-python}"
 python="${PYTHON:-python3}"
+# The wasmtime-py versions CI runs; the fast ones match _component.FAST_PATH_WASMTIME.
+WASMTIME_MAIN=50.0.1
+WASMTIME_FAST_OLDEST=49.0.0
+WASMTIME_FALLBACK=44.0.0   # the oldest the public layer supports (pyproject: wasmtime>=44)
 
 if [[ ! -f "${CAPTCHAAI_ENGINE_WASM:-$root/target/component/captchaai_engine.wasm}" ]]; then
     echo "bindings/python: the engine component is missing: run \`cargo xtask component\` first" >&2
     exit 1
 fi
-if [[ ! -x "$venv/bin/python" ]]; then
-    echo "bindings/python: creating $venv"
-    "$python" -m venv "$venv"
-fi
-echo "bindings/python: installing ./bindings/python and the test dependencies"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-# A fresh build each time, so the shipped .wasm is the current one.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$here"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]"
-cd "$here"
-echo "bindings/python: pytest"
+
+# make_venv DIR WASMTIME_VERSION: the venv with that wasmtime, this package (built afresh, so
+# the shipped .wasm is the current one) and the test dependencies.
+make_venv() {
+    local dir="$1" wasmtime="$2"
+    if [[ ! -x "$dir/bin/python" ]]; then
+        echo "bindings/python: creating $dir"
+        "$python" -m venv "$dir"
+        "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    fi
+    echo "bindings/python: installing ./bindings/python, wasmtime==$wasmtime and the test dependencies in $dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$here"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$here[test]" "wasmtime==$wasmtime"
+}
+
+# run_pytest DIR LAYER LABEL [pytest args...]
+run_pytest() {
+    local dir="$1" layer="$2" label="$3"
+    shift 3
+    echo "bindings/python: pytest ($label)"
+    (cd "$here" && CAPTCHAAI_ENGINE_EXPECT_LAYER="$layer" "$dir/bin/python" -m pytest -p no:cacheprovider "$@")
+}
+
+make_venv "$venv" "$WASMTIME_MAIN"
 # tests/conftest.py leaves out tests/integrations: integrations.sh runs them in their own venvs.
-"$venv/bin/python" -m pytest -p no:cacheprovider -v "$@"
+run_pytest "$venv" fast "wasmtime $WASMTIME_MAIN, fast layer" -v "$@"
+if [[ "${QUICK:-0}" != "1" ]]; then
+    CAPTCHAAI_ENGINE_PUBLIC_API=1 run_pytest "$venv" public "wasmtime $WASMTIME_MAIN, public API forced" "$@"
+    make_venv "$root/target/venv-python-wasmtime49" "$WASMTIME_FAST_OLDEST"
+    run_pytest "$root/target/venv-python-wasmtime49" fast "wasmtime $WASMTIME_FAST_OLDEST, fast layer" "$@"
+    make_venv "$root/target/venv-python-wasmtime44" "$WASMTIME_FALLBACK"
+    run_pytest "$root/target/venv-python-wasmtime44" public "wasmtime $WASMTIME_FALLBACK, public API fallback" \
+        tests/test_vectors.py tests/test_call_paths.py tests/test_failures.py "$@"
+fi
 if [[ "${BENCH:-0}" == "1" ]]; then
-    "$venv/bin/python" benches/overhead.py
+    "$venv/bin/python" "$here/benches/overhead.py"
 fi

@@ -1,7 +1,8 @@
 """Per-solve host overhead of the Python layer: the type_recaptcha_v2 vector's canned replies
 driven through the engine with no network and no sleeping (create, poll-output and five
-handle-response calls = 7 engine calls), on the package's call path and, for comparison, on
-wasmtime-py's stock `Func.__call__`. Also the driver's checkpoints (snapshot-base once and
+handle-response calls = 7 engine calls), on the package's call layer in use (the fast one on
+the wasmtime versions it is tested with), on its public-API fallback layer, and, for comparison,
+on wasmtime-py's stock `Func.__call__`. Also the driver's checkpoints (snapshot-base once and
 snapshot-state after each result that leaves the solve in flight).
 
     python benches/overhead.py [--iterations N]
@@ -87,13 +88,20 @@ def main():
     replies = canned(vector)
     from importlib.metadata import version
 
-    print(f"wasmtime-py {version('wasmtime')}, component {_component.wasm_path()}")
+    print(f"wasmtime-py {version('wasmtime')} ({_component.call_layer_name()} layer), "
+          f"component {_component.wasm_path()}")
     engine = Engine()
     calls = solve_typed(engine, vector, replies, False)
     measure("package call path (typed layer), engine calls only",
             lambda: solve_typed(engine, vector, replies, False), args.iterations, calls)
     measure("package call path + driver checkpoints",
             lambda: solve_typed(engine, vector, replies, True), args.iterations, calls + 6)
+    from captchaai_engine import _public
+
+    public = Engine()
+    public._instance = _component.load().instantiate(_public)
+    measure("public component API layer (the fallback), engine calls only",
+            lambda: solve_typed(public, vector, replies, False), max(args.iterations // 5, 10), calls)
 
     loaded = _component.load()
     store = wasmtime.Store(loaded.engine)

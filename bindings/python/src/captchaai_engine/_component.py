@@ -1,17 +1,25 @@
 """Loading the engine component: compiled once per process, one Store per instance, and a
-process-wide instance for the stateless functions."""
+process-wide instance for the stateless functions.
+
+Calls go through one of two layers with the same results: ``_wit`` (wasmtime-py's private C
+bindings, about six times faster per call) with the wasmtime versions CI tests it on
+(:data:`FAST_PATH_WASMTIME`), else ``_public`` (wasmtime-py's public component API), with one
+warning saying why. ``CAPTCHAAI_ENGINE_PUBLIC_API=1`` picks the public layer on any version.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+import warnings
+from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, Optional, Tuple
 
 import wasmtime
 from wasmtime.component import Component, Linker
 
-from . import _wit
 from .errors import EngineTrap
 
 WIT_PACKAGE = "captchaai:engine"
@@ -45,6 +53,79 @@ FUNCTIONS = {
 }
 
 PACKAGED_WASM = Path(__file__).with_name("captchaai_engine.wasm")
+
+#: The wasmtime-py major versions whose private C bindings ``_wit`` is tested with in CI
+#: (bindings/python/test.sh runs the suite on 49.0.0 and 50.0.1). Any other version runs on the
+#: public component API.
+FAST_PATH_WASMTIME = (49, 50)
+#: Set to ``1`` (or ``true``/``yes``) to use the public component API on any wasmtime version.
+PUBLIC_API_ENV = "CAPTCHAAI_ENGINE_PUBLIC_API"
+
+
+class CallPathWarning(RuntimeWarning):
+    """The engine runs on wasmtime-py's public component API (same results, slower calls)
+    because the installed wasmtime is not one the fast path is tested with."""
+
+
+def wasmtime_version() -> str:
+    """The installed wasmtime-py version ("unknown" if its metadata is missing)."""
+    try:
+        return metadata.version("wasmtime")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _major(version: str) -> Optional[int]:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def choose_call_layer(version: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
+    """Which layer calls the engine, and why: ``("fast", reason)`` or ``("public", reason)``."""
+    version = wasmtime_version() if version is None else version
+    env = os.environ if env is None else env
+    if env.get(PUBLIC_API_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return "public", f"${PUBLIC_API_ENV} is set"
+    if _major(version) not in FAST_PATH_WASMTIME:
+        tested = ", ".join(f"{major}.x" for major in FAST_PATH_WASMTIME)
+        return "public", (f"wasmtime {version} is not a version captchaai-engine's fast call path is tested with "
+                          f"({tested})")
+    return "fast", f"wasmtime {version}"
+
+
+_layer: Optional[ModuleType] = None
+_layer_name = ""
+_layer_lock = threading.Lock()
+
+
+def call_layer() -> ModuleType:
+    """The module whose ``Signature`` and ``call`` the instances use (chosen once per process).
+    Falling back to the public API warns once (:class:`CallPathWarning`), unless it was asked
+    for with ``$CAPTCHAAI_ENGINE_PUBLIC_API``."""
+    global _layer, _layer_name
+    if _layer is None:
+        with _layer_lock:
+            if _layer is None:
+                name, reason = choose_call_layer()
+                if name == "fast":
+                    try:
+                        from . import _wit as layer
+                    except (ImportError, AttributeError) as error:  # the private bindings moved
+                        name, reason = "public", f"{reason}: its private bindings did not load ({error})"
+                if name == "public":
+                    from . import _public as layer
+
+                    if not os.environ.get(PUBLIC_API_ENV):
+                        warnings.warn(f"{reason}; using wasmtime-py's public component API instead (same results, "
+                                      "slower calls)", CallPathWarning, stacklevel=4)
+                _layer, _layer_name = layer, name
+    return _layer
+
+
+def call_layer_name() -> str:
+    """``"fast"`` or ``"public"``: the layer in use (choosing it if none was chosen yet)."""
+    call_layer()
+    return _layer_name
 
 
 class ComponentNotFound(FileNotFoundError):
@@ -82,10 +163,12 @@ class Loaded:
                 if index is None:
                     raise RuntimeError(f"{path} does not export {interface}#{name}")
                 self.exports[name] = index
-        self.signatures: Dict[str, _wit.Signature] = {}
+        self.layer = call_layer()
+        self.signatures: Dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def instantiate(self) -> "Instance":
+    def instantiate(self, layer: Optional[ModuleType] = None) -> "Instance":
+        """A new instance in its own Store, calling through ``layer`` (default: the process's)."""
         store = wasmtime.Store(self.engine)
         instance = self.linker.instantiate(store, self.component)
         funcs = {}
@@ -94,19 +177,25 @@ class Loaded:
             if func is None:
                 raise RuntimeError(f"export {name} is not a function")
             funcs[name] = func
-        with self._lock:
-            if not self.signatures:
-                self.signatures = {name: _wit.Signature(name, func.type(store)) for name, func in funcs.items()}
-        return Instance(store, {name: (func, self.signatures[name]) for name, func in funcs.items()})
+        if layer is not None and layer is not self.layer:
+            signatures = {name: layer.Signature(name, func.type(store)) for name, func in funcs.items()}
+        else:
+            layer = self.layer
+            with self._lock:
+                if not self.signatures:
+                    self.signatures = {name: layer.Signature(name, func.type(store)) for name, func in funcs.items()}
+            signatures = self.signatures
+        return Instance(store, {name: (func, signatures[name]) for name, func in funcs.items()}, layer.call)
 
 
 class Instance:
     """One instance of the component in its own Store. Not thread-safe: callers serialize. A trap
     leaves it unusable: that call and every later one raise :class:`EngineTrap`."""
 
-    def __init__(self, store: wasmtime.Store, funcs: Dict[str, Tuple[Any, _wit.Signature]]) -> None:
+    def __init__(self, store: wasmtime.Store, funcs: Dict[str, Tuple[Any, Any]], call: Any) -> None:
         self.store = store
         self._funcs = funcs
+        self._call = call
         self.trapped = False
 
     def call(self, name: str, *args: Any) -> Any:
@@ -114,7 +203,7 @@ class Instance:
             raise EngineTrap("this engine instance trapped earlier and cannot be used")
         func, signature = self._funcs[name]
         try:
-            return _wit.call(self.store, func, signature, args)
+            return self._call(self.store, func, signature, args)
         except wasmtime.WasmtimeError as trap:
             self.trapped = True
             raise EngineTrap(f"the engine trapped in {name}: {trap}") from None
