@@ -8,6 +8,12 @@
 //!
 //! `cargo xtask openapi` (openapi.rs): writes the per-type task schemas (schema.rs, derived from
 //! the engine's read-only type listing) into `edge/openapi.json` (`--check`: fails if it is stale).
+//!
+//! `cargo xtask python-types` (python_types.rs): writes the Python package's task dataclasses
+//! (`bindings/python/src/captchaai_engine/tasks.py`) from the same listing (`--check` likewise).
+//!
+//! `cargo xtask ts-types` (ts_types.rs): writes the JavaScript package's task types
+//! (`bindings/js/src/tasks.d.ts`) from the same listing (`--check`: fails if they are stale).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +24,9 @@ use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
 mod edge;
 mod openapi;
+mod python_types;
 mod schema;
+mod ts_types;
 
 /// The component must stay under this many bytes.
 const SIZE_BUDGET: usize = 512 * 1024;
@@ -29,8 +37,12 @@ fn main() -> Result<()> {
         // The edge app composed with the engine component that `component` wrote (see edge.rs).
         Some("edge") => edge::edge(),
         Some("openapi") => openapi::openapi(),
+        Some("python-types") => python_types::python_types(),
+        Some("ts-types") => ts_types::ts_types(),
         _ => {
-            bail!("usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks]")
+            bail!(
+                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check]"
+            )
         }
     }
 }
