@@ -660,7 +660,8 @@ async fn idempotent_posts(runtime: Runtime) {
 
     // The key with another body; malformed keys. Nothing is sent for any of them.
     let before = stack.upstream_requests();
-    let other = json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": "https://other.example.com/"});
+    let other =
+        json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": "https://other.example.com/"});
     let reused = post("order-4711", other.to_string().into_bytes(), 0).await;
     assert_eq!(
         (reused.status, reused.body["code"].as_str(), reused.body["field"].as_str()),
@@ -670,9 +671,8 @@ async fn idempotent_posts(runtime: Runtime) {
     );
     let long = "k".repeat(256);
     for bad in ["", "two words", "a\"b", "back\\slash", "\"unterminated", long.as_str(), "\"\""] {
-        let reply = stack
-            .call_with("POST", "/v1/solve", Some(TOKEN), &[("idempotency-key", bad)], Some(task.clone()))
-            .await;
+        let reply =
+            stack.call_with("POST", "/v1/solve", Some(TOKEN), &[("idempotency-key", bad)], Some(task.clone())).await;
         assert_eq!(
             (reply.status, reply.body["code"].as_str(), reply.body["field"].as_str()),
             (400, Some("INVALID_IDEMPOTENCY_KEY"), Some("Idempotency-Key")),

@@ -276,3 +276,322 @@ async fn polling_before_the_next_request_is_due_writes_nothing() {
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
     assert_eq!(submits, 1, "submitted once");
 }
+
+/// A Turnstile task: its submit is where the kill below lands.
+fn turnstile() -> String {
+    json!({"type": "turnstile", "sitekey": "0x4AAAAAAABkMYinukE8nzY", "pageurl": PAGE}).to_string()
+}
+
+/// POSTs `task` with an `Idempotency-Key` to `base`, long-polling by POSTing again until it
+/// is no longer pending.
+async fn post_until_done(clients: &Clients, base: &str, key: &str, task: &str) -> support::edge_client::Reply {
+    for _ in 0..20 {
+        let (reply, _) = clients
+            .call_with(base, "POST", "/v1/solve?wait=25", &[("idempotency-key", key)], Some(task.to_owned()))
+            .await;
+        if reply.status != 202 {
+            return reply;
+        }
+        support::edge_client::sleep_until_worth_polling(&reply.body).await;
+    }
+    panic!("{key} still pending after 20 long polls");
+}
+
+/// Real Spin SIGKILLed while a submit's reply is on its way (the emulator delays it): the next
+/// instance finds the submit in doubt, sends it again and counts it
+/// (`captchaai_submits_in_doubt_total` = 1), and keeps a thread slot for the possible orphan
+/// until the solve's deadline, so with two more solves competing for a 2-thread plan the
+/// emulator never has more tasks busy than the plan (no submit refused for busy threads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs real Spin 4.1+ and redis-server: --include-ignored"]
+async fn a_spin_killed_mid_submit_resubmits_within_the_plan_and_counts_it() {
+    let spin = support::spin::binary();
+    let redis = RedisServer::start("in-doubt");
+    const PLAN: usize = 2;
+    let emulator = Emulator::start(
+        EmulatorConfig::default()
+            .with_seed(12)
+            .with_account(KEY, PLAN as u32)
+            .with_solve_time(CaptchaKind::Turnstile, 6_000, 8_000)
+            .with_solve_time(CaptchaKind::Image, 2_000, 3_000),
+    )
+    .await
+    .unwrap();
+    let extra = [("solve_deadline_ms", "20000"), ("upstream_timeout_ms", "8000")];
+    let runtime = redis.runtime_config();
+    let clients = Clients::new(TOKEN);
+    let first = spin_up(&spin, &emulator, &extra, Some(&runtime)).await;
+    // The plan is read (threadsinfo, cached for a minute) before the first submit: a first
+    // solve reads it, so the delayed reply below is the submit's.
+    let warm = json!({"type": "image", "image": image(300, 1)}).to_string();
+    assert_eq!(post_until_done(&clients, &first.url(), "warm-up", &warm).await.status, 200);
+    let submits = || emulator.requests().into_iter().filter(|r| r.path == "/in.php").collect::<Vec<_>>();
+    let before = submits().len();
+    emulator.force_next(1, captchaai_emulator::Fault::Slow(6_000));
+    let url = first.url();
+    let cut = tokio::spawn({
+        let clients = Clients::new(TOKEN);
+        async move {
+            clients.raw(&url, "POST", "/v1/solve?wait=25", &[("idempotency-key", "in-doubt")], Some(turnstile())).await
+        }
+    });
+    let started = Instant::now();
+    while submits().len() == before {
+        assert!(started.elapsed() < Duration::from_secs(20), "the submit never reached the emulator");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first); // SIGKILL to Spin's process group, the submit's reply still delayed
+    cut.abort();
+
+    let second = spin_up(&spin, &emulator, &extra, Some(&runtime)).await;
+    let base = second.url();
+    let others = ["other-1", "other-2"].map(|key| {
+        let (clients, base) = (Clients::new(TOKEN), base.clone());
+        let task = json!({"type": "image", "image": image(300, key.len() as u8 + key.as_bytes()[6])}).to_string();
+        tokio::spawn(async move { post_until_done(&clients, &base, key, &task).await })
+    });
+    let in_doubt = post_until_done(&clients, &base, "in-doubt", &turnstile()).await;
+    assert_eq!(in_doubt.status, 200, "{}", in_doubt.body);
+    for other in others {
+        let reply = other.await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    assert_eq!(clients.metric(&base, "captchaai_submits_in_doubt_total").await, 1.0);
+
+    let submits = submits();
+    let refused: Vec<_> = submits.iter().filter(|r| r.reply_code.as_deref() != Some("OK")).collect();
+    assert!(refused.is_empty(), "submits refused: {:?}", refused.iter().map(|r| &r.reply_code).collect::<Vec<_>>());
+    assert_eq!(submits.len(), before + 4, "the submit in doubt was sent again, the others once");
+    let task_ids: Vec<u64> = submits.iter().filter_map(|r| r.task_id).collect();
+    let peak = support::edge_client::peak_busy_threads(&emulator, &task_ids);
+    eprintln!("submits in doubt: 1; peak busy threads at the emulator: {peak} (plan {PLAN})");
+    assert!(peak <= PLAN, "busy threads peaked at {peak} over a plan of {PLAN}");
+}
+
+/// Keys other than counters (`increment` keys stay: metrics, claims, the expiry ring's slot
+/// heads and tails, at most two per slot), sorted, with the expiry ring's entries counted
+/// rather than named (an entry moves as its solve is queued again).
+fn non_counter_keys(redis: &RedisServer) -> (Vec<String>, usize) {
+    let keys: Vec<String> = redis
+        .keys()
+        .into_iter()
+        .filter(|k| {
+            !(k.starts_with("metrics/")
+                || k.ends_with("/head")
+                || k.ends_with("/tail")
+                || k.ends_with("/init")
+                || k.ends_with("/claim"))
+        })
+        .collect();
+    let is_entry = |k: &String| k.starts_with("expiry/") && k != "expiry/cursor";
+    let entries = keys.iter().filter(|k| is_entry(k)).count();
+    let mut named: Vec<String> = keys.into_iter().filter(|k| !is_entry(k)).collect();
+    named.sort();
+    (named, entries)
+}
+
+/// Abandoned solves are removed within one expiry bucket of their expiry (their deadline plus
+/// one request timeout plus `abandon_after_ms`), whatever else is queued: a finished solve kept
+/// for minutes was queued before them. Requests keep arriving (each sweeps), and the store
+/// comes back to the keys and bytes it had before the burst.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs real Spin 4.1+ and redis-server: --include-ignored"]
+async fn abandoned_solves_go_at_their_expiry_whatever_is_queued_before_them() {
+    let spin = support::spin::binary();
+    let redis = RedisServer::start("expiry");
+    let emulator = Emulator::start(
+        EmulatorConfig::default()
+            .with_seed(13)
+            .with_account(KEY, 100)
+            .with_solve_time(CaptchaKind::Image, 60_000, 70_000)
+            .with_solve_time(CaptchaKind::Turnstile, 500, 1_000),
+    )
+    .await
+    .unwrap();
+    let extra = [("solve_deadline_ms", "10000"), ("abandon_after_ms", "5000"), ("upstream_timeout_ms", "2000")];
+    let edge = spin_up(&spin, &emulator, &extra, Some(&redis.runtime_config())).await;
+    let clients = Clients::new(TOKEN);
+    // A finished solve, kept for minutes, queued ahead of the burst.
+    let first = clients.call(&edge.url(), "POST", "/v1/solve?wait=25", Some(turnstile())).await;
+    let kept = match first.status {
+        202 => clients.collect(&[edge.url()], first.body["id"].as_str().unwrap()).await,
+        _ => first,
+    };
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    let baseline = non_counter_keys(&redis);
+    let (_, baseline_bytes) = redis.usage();
+
+    const BURST: usize = 5;
+    let mut ids = Vec::new();
+    for i in 0..BURST {
+        let task = json!({"type": "image", "image": image(250_000, 40 + i as u8)}).to_string();
+        let reply = clients.call(&edge.url(), "POST", "/v1/solve?wait=0", Some(task)).await;
+        assert_eq!(reply.status, 202, "{}", reply.body);
+        ids.push(reply.body["id"].as_str().unwrap().to_owned());
+    }
+    let epoch_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let expiry = ids
+        .iter()
+        .map(|id| {
+            let record: serde_json::Value = serde_json::from_str(&redis.cli(&["GET", &format!("solve/{id}")])).unwrap();
+            record["exp"].as_u64().unwrap()
+        })
+        .max()
+        .unwrap();
+    let (_, burst_bytes) = redis.usage();
+    eprintln!(
+        "{BURST} abandoned image solves: {} bytes stored; they expire in {} ms",
+        burst_bytes - baseline_bytes,
+        expiry - epoch_ms()
+    );
+
+    // Requests keep arriving (a 404 sweeps), one every 200 ms, until the burst is gone.
+    let mut requests = 0;
+    let gone_at = loop {
+        let left = redis.keys().iter().filter(|k| ids.iter().any(|id| k.starts_with(&format!("solve/{id}")))).count();
+        if left == 0 {
+            break epoch_ms();
+        }
+        assert!(epoch_ms() < expiry + 30_000, "{left} keys of abandoned solves left 30 s after their expiry");
+        let reply = clients.call(&edge.url(), "GET", &format!("/v1/solve/{:032x}?wait=0", requests), None).await;
+        assert_eq!(reply.status, 404);
+        requests += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (keys, bytes) = redis.usage();
+    eprintln!(
+        "abandoned solves gone {} ms after their expiry ({requests} requests); store: {keys} keys ({} not counters, {} before the burst), {bytes} bytes ({baseline_bytes} before)",
+        gone_at as i64 - expiry as i64,
+        non_counter_keys(&redis).0.len(),
+        baseline.0.len()
+    );
+    assert!(gone_at <= expiry + 5_000, "gone {} ms after their expiry", gone_at - expiry);
+    assert_eq!(non_counter_keys(&redis), baseline, "the store is back to what it held before the burst");
+    assert!(bytes < baseline_bytes + 16 * 1024, "{bytes} bytes left ({baseline_bytes} before the burst)");
+    let again = clients
+        .call(&edge.url(), "GET", &format!("/v1/solve/{}?wait=0", kept.body["id"].as_str().unwrap()), None)
+        .await;
+    assert_eq!((again.status, &again.body), (200, &kept.body), "the finished solve queued ahead is still kept");
+}
+
+/// Which runtime a store-fault test runs on (both on one Redis).
+enum Edge {
+    Spin(SpinUp),
+    Serve { serve: ServeProcess, _dir: StateDir },
+}
+
+impl Edge {
+    fn url(&self) -> String {
+        match self {
+            Edge::Spin(spin) => spin.url(),
+            Edge::Serve { serve, .. } => serve.url.clone(),
+        }
+    }
+}
+
+async fn edge_on_redis(spin: bool, emulator: &Emulator, redis: &RedisServer) -> Edge {
+    if spin {
+        let binary = support::spin::binary();
+        return Edge::Spin(spin_up(&binary, emulator, &[], Some(&redis.runtime_config())).await);
+    }
+    edge_wasm();
+    let dir = std::env::temp_dir().join(format!("captchaai-edge-faults-{}-{}", std::process::id(), redis.port));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("runtime-config.toml");
+    std::fs::write(&file, redis.runtime_config()).unwrap();
+    let flags = ["--runtime-config-file".as_ref(), file.as_os_str()];
+    Edge::Serve { serve: ServeProcess::start(&flags, KEY, TOKEN, &emulator.base_url()).await, _dir: StateDir(dir) }
+}
+
+/// What the edge answers while its store is away: each answer's status, whether it is a JSON
+/// error with `Retry-After`, and how long it took.
+async fn while_away(clients: &Clients, base: &str, ids: &[String]) -> Vec<(String, u16, bool, u128)> {
+    let mut answers = Vec::new();
+    let requests = [
+        ("GET", format!("/v1/solve/{}?wait=2", ids[0]), None),
+        ("POST", "/v1/solve?wait=2".to_owned(), Some(turnstile())),
+        ("DELETE", format!("/v1/solve/{}", "0".repeat(32)), None),
+        ("GET", "/v1/threads".to_owned(), None),
+    ];
+    for (method, path, body) in requests {
+        let started = Instant::now();
+        let (status, headers, bytes) = clients.raw(base, method, &path, &[], body).await;
+        let json = serde_json::from_slice::<serde_json::Value>(&bytes).ok();
+        let typed = json.as_ref().is_some_and(|b| b["class"] == "transient" && b["code"].is_string())
+            && headers.contains_key("retry-after");
+        answers.push((format!("{method} {path}"), status, typed, started.elapsed().as_millis()));
+    }
+    answers
+}
+
+/// The store restarted (`SHUTDOWN SAVE`, started again 3 s later) and, separately, paused
+/// (SIGSTOP) for longer than a request, while solves are in flight: every request meanwhile
+/// gets a JSON 503 with `Retry-After` within its wait (plus the store's timeout), nothing is
+/// lost or submitted twice, and service resumes without restarting the edge.
+async fn store_faults(spin: bool) {
+    let mut redis = RedisServer::start(if spin { "faults-spin" } else { "faults-serve" });
+    let emulator = Emulator::start(EmulatorConfig::default().with_seed(14).with_account(KEY, 20).with_solve_time(
+        CaptchaKind::Turnstile,
+        8_000,
+        12_000,
+    ))
+    .await
+    .unwrap();
+    let edge = edge_on_redis(spin, &emulator, &redis).await;
+    let base = edge.url();
+    let clients = Clients::new(TOKEN);
+    let start = |n: usize| {
+        let (clients, base) = (&clients, base.clone());
+        async move {
+            let mut ids = Vec::new();
+            for _ in 0..n {
+                let reply = clients.call(&base, "POST", "/v1/solve?wait=0", Some(turnstile())).await;
+                assert_eq!(reply.status, 202, "{}", reply.body);
+                ids.push(reply.body["id"].as_str().unwrap().to_owned());
+            }
+            ids
+        }
+    };
+    let runtime = if spin { "real Spin" } else { "captchaai-serve" };
+    let mut ids = start(3).await;
+
+    redis.stop_keeping_data();
+    let answers = while_away(&clients, &base, &ids).await;
+    eprintln!("{runtime}, Redis stopped: {answers:?}");
+    redis.start_again();
+    for (request, status, typed, ms) in &answers {
+        assert!(*status == 503 && *typed, "{request} while Redis is stopped: {status} (typed {typed}) in {ms} ms");
+        assert!(*ms < 2_000 + 2_000 + 5_000, "{request} took {ms} ms");
+    }
+
+    ids.extend(start(2).await);
+    redis.pause();
+    let answers = tokio::time::timeout(Duration::from_secs(60), while_away(&clients, &base, &ids)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    redis.resume();
+    let answers = answers.expect("requests hung for over 60 s while Redis was paused");
+    eprintln!("{runtime}, Redis paused: {answers:?}");
+    for (request, status, typed, ms) in &answers {
+        assert!(*status == 503 && *typed, "{request} while Redis is paused: {status} (typed {typed}) in {ms} ms");
+        assert!(*ms < 2_000 + 2_000 + 5_000, "{request} took {ms} ms");
+    }
+
+    for id in &ids {
+        let reply = clients.collect(&[base.clone()], id).await;
+        assert_eq!(reply.status, 200, "{id}: {}", reply.body);
+    }
+    let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits, ids.len(), "each solve submitted once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: --include-ignored"]
+async fn redis_restarted_or_paused_under_the_serve_host_gets_503s_and_loses_nothing() {
+    store_faults(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs real Spin 4.1+ and redis-server: --include-ignored"]
+async fn redis_restarted_or_paused_under_real_spin_gets_503s_and_loses_nothing() {
+    store_faults(true).await;
+}

@@ -34,18 +34,53 @@ impl Clients {
 
     /// One request to `base` + `path` (60 s bound); the body must be JSON.
     pub async fn call(&self, base: &str, method: &str, path: &str, body: Option<String>) -> Reply {
-        let request = hyper::Request::builder()
+        self.call_with(base, method, path, &[], body).await.0
+    }
+
+    /// [`Clients::call`] with extra request headers; also returns the response's headers.
+    pub async fn call_with(
+        &self,
+        base: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> (Reply, hyper::HeaderMap) {
+        let (status, response_headers, bytes) = self.raw(base, method, path, headers, body).await;
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
+        (Reply { status, body }, response_headers)
+    }
+
+    /// One request (60 s bound): status, headers and body as they came.
+    pub async fn raw(
+        &self,
+        base: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> (u16, hyper::HeaderMap, Bytes) {
+        let mut request = hyper::Request::builder()
             .method(method)
             .uri(format!("{base}{path}"))
-            .header("authorization", format!("Bearer {}", self.token))
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .unwrap();
+            .header("authorization", format!("Bearer {}", self.token));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).unwrap();
         let response =
             tokio::time::timeout(Duration::from_secs(60), self.client.request(request)).await.unwrap().unwrap();
         let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {bytes:?}"));
-        Reply { status, body }
+        let headers = response.headers().clone();
+        (status, headers, response.into_body().collect().await.unwrap().to_bytes())
+    }
+
+    /// A counter from `GET /metrics` (0 if the series is missing).
+    pub async fn metric(&self, base: &str, series: &str) -> f64 {
+        let (status, _, text) = self.raw(base, "GET", "/metrics", &[], None).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&text));
+        let text = String::from_utf8_lossy(&text);
+        text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
     }
 
     /// GETs `id` (alternating over `bases`) with long polls until it is no longer pending; a 202
@@ -121,9 +156,16 @@ pub async fn solve_three_times_the_plan(clients: Arc<Clients>, bases: [String; 2
     task_ids.sort();
     task_ids.dedup();
     assert_eq!(task_ids.len(), plan * 3, "each task delivered its own answer");
-    // Busy threads at the emulator over time, from its record of every task: never above the plan.
+    let peak = peak_busy_threads(emulator, &task_ids);
+    eprintln!("peak busy threads at the emulator: {peak} (plan {plan}), {} submits", submits.len());
+    assert!(peak <= plan, "busy threads peaked at {peak} over a plan of {plan}");
+    assert_eq!(peak, plan, "the plan was used in full");
+}
+
+/// The most threads the emulator had busy at once, from its record of every task in `task_ids`.
+pub fn peak_busy_threads(emulator: &Emulator, task_ids: &[u64]) -> usize {
     let mut events = Vec::new();
-    for id in &task_ids {
+    for id in task_ids {
         let info = emulator.task(*id).unwrap();
         events.push((info.submitted_at_ms, 1i64));
         events.push((info.ready_at_ms, -1i64));
@@ -134,9 +176,7 @@ pub async fn solve_three_times_the_plan(clients: Arc<Clients>, bases: [String; 2
         busy += delta;
         peak = peak.max(busy);
     }
-    eprintln!("peak busy threads at the emulator: {peak} (plan {plan}), {} submits", submits.len());
-    assert!(peak as usize <= plan, "busy threads peaked at {peak} over a plan of {plan}");
-    assert_eq!(peak as usize, plan, "the plan was used in full");
+    peak as usize
 }
 
 /// `captchaai-serve --manifest spin.toml` (the composed edge app) as a child process with the

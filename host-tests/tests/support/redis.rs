@@ -64,6 +64,39 @@ impl RedisServer {
         RedisServer { child, port, dir }
     }
 
+    /// Stops the server as an operator restarting it would (`SHUTDOWN SAVE`: its data kept on
+    /// disk); [`RedisServer::start_again`] brings it back with that data.
+    pub fn stop_keeping_data(&mut self) {
+        let _ = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "SHUTDOWN", "SAVE"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port and directory (loading what
+    /// [`RedisServer::stop_keeping_data`] saved).
+    pub fn start_again(&mut self) {
+        let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        self.child = spawn(&binary, self.port, &self.dir);
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing is answered.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success(), "kill {signal} redis-server");
+    }
+
     /// Kills the server and starts a fresh one (empty: no persistence) on the same port.
     pub fn restart(&mut self) {
         let _ = self.child.kill();
@@ -110,6 +143,7 @@ fn answers_ping(port: u16) -> bool {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
