@@ -297,7 +297,7 @@ async fn post_until_done(clients: &Clients, base: &str, key: &str, task: &str) -
     panic!("{key} still pending after 20 long polls");
 }
 
-/// Real Spin SIGKILLed while a submit's reply is on its way (the emulator delays it): the next
+/// Real Spin SIGKILLed while an image submit's reply is on its way (the emulator delays it): the next
 /// instance finds the submit in doubt, sends it again and counts it
 /// (`captchaai_submits_in_doubt_total` = 1), and keeps a thread slot for the possible orphan
 /// until the solve's deadline, so with two more solves competing for a 2-thread plan the
@@ -308,16 +308,17 @@ async fn a_spin_killed_mid_submit_resubmits_within_the_plan_and_counts_it() {
     let spin = support::spin::binary();
     let redis = RedisServer::start("in-doubt");
     const PLAN: usize = 2;
-    let emulator = Emulator::start(
-        EmulatorConfig::default()
-            .with_seed(12)
-            .with_account(KEY, PLAN as u32)
-            .with_solve_time(CaptchaKind::Turnstile, 6_000, 8_000)
-            .with_solve_time(CaptchaKind::Image, 2_000, 3_000),
-    )
-    .await
-    .unwrap();
-    let extra = [("solve_deadline_ms", "20000"), ("upstream_timeout_ms", "8000")];
+    let emulator =
+        Emulator::start(EmulatorConfig::default().with_seed(12).with_account(KEY, PLAN as u32).with_solve_time(
+            CaptchaKind::Image,
+            2_000,
+            3_000,
+        ))
+        .await
+        .unwrap();
+    // The cut POST's lease (its wait, 2 s, plus 2 s, the upstream timeout and 1 s) ends well
+    // before the deadline, so the next instance resubmits in time.
+    let extra = [("solve_deadline_ms", "40000"), ("upstream_timeout_ms", "8000")];
     let runtime = redis.runtime_config();
     let clients = Clients::new(TOKEN);
     let first = spin_up(&spin, &emulator, &extra, Some(&runtime)).await;
@@ -329,11 +330,10 @@ async fn a_spin_killed_mid_submit_resubmits_within_the_plan_and_counts_it() {
     let before = submits().len();
     emulator.force_next(1, captchaai_emulator::Fault::Slow(6_000));
     let url = first.url();
+    let task = json!({"type": "image", "image": image(300, 2)}).to_string();
     let cut = tokio::spawn({
-        let clients = Clients::new(TOKEN);
-        async move {
-            clients.raw(&url, "POST", "/v1/solve?wait=25", &[("idempotency-key", "in-doubt")], Some(turnstile())).await
-        }
+        let (clients, task) = (Clients::new(TOKEN), task.clone());
+        async move { clients.raw(&url, "POST", "/v1/solve?wait=2", &[("idempotency-key", "in-doubt")], Some(task)).await }
     });
     let started = Instant::now();
     while submits().len() == before {
@@ -350,7 +350,7 @@ async fn a_spin_killed_mid_submit_resubmits_within_the_plan_and_counts_it() {
         let task = json!({"type": "image", "image": image(300, key.len() as u8 + key.as_bytes()[6])}).to_string();
         tokio::spawn(async move { post_until_done(&clients, &base, key, &task).await })
     });
-    let in_doubt = post_until_done(&clients, &base, "in-doubt", &turnstile()).await;
+    let in_doubt = post_until_done(&clients, &base, "in-doubt", &task).await;
     assert_eq!(in_doubt.status, 200, "{}", in_doubt.body);
     for other in others {
         let reply = other.await.unwrap();
@@ -503,15 +503,16 @@ async fn edge_on_redis(spin: bool, emulator: &Emulator, redis: &RedisServer) -> 
     Edge::Serve { serve: ServeProcess::start(&flags, KEY, TOKEN, &emulator.base_url()).await, _dir: StateDir(dir) }
 }
 
-/// What the edge answers while its store is away: each answer's status, whether it is a JSON
-/// error with `Retry-After`, and how long it took.
+/// What the edge answers while its store is away, to requests that need it (`/v1/threads`
+/// does not: it asks CaptchaAI): each answer's status, whether it is a JSON error with
+/// `Retry-After`, and how long it took.
 async fn while_away(clients: &Clients, base: &str, ids: &[String]) -> Vec<(String, u16, bool, u128)> {
     let mut answers = Vec::new();
     let requests = [
         ("GET", format!("/v1/solve/{}?wait=2", ids[0]), None),
         ("POST", "/v1/solve?wait=2".to_owned(), Some(turnstile())),
         ("DELETE", format!("/v1/solve/{}", "0".repeat(32)), None),
-        ("GET", "/v1/threads".to_owned(), None),
+        ("GET", "/metrics".to_owned(), None),
     ];
     for (method, path, body) in requests {
         let started = Instant::now();
