@@ -13,7 +13,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { EngineHost } from '../src/host.js';
+import { instantiateComponent } from '../src/engine.cjs';
+import { EngineHost } from '../src/host.cjs';
 
 const { values: args } = parseArgs({
   options: { rounds: { type: 'string', default: '7' }, solves: { type: 'string', default: '5000' } },
@@ -25,18 +26,19 @@ const vector = JSON.parse(readFileSync(new URL('../../../testdata/vectors/type_r
 const taskJson = JSON.stringify(vector.task);
 const replies = vector.script.map((entry) => entry.reply);
 
-function loadBuild(dir) {
+/** A fresh-instance function for a build: gen/ is the package's own; bench/alt/ is jco's ESM output. */
+async function loadBuild(dir) {
+  if (dir === '../gen') return instantiateComponent;
   const url = new URL(`${dir}/`, import.meta.url);
-  const jsUrl = new URL('captchaai_engine.js', url);
-  if (!existsSync(jsUrl)) return null;
-  return import(jsUrl.href).then((generated) => {
-    const modules = new Map();
-    const core = (name) => {
-      if (!modules.has(name)) modules.set(name, new WebAssembly.Module(readFileSync(new URL(name, url))));
-      return modules.get(name);
-    };
-    return () => generated.instantiate(core, {});
-  });
+  const esm = new URL('captchaai_engine.js', url);
+  if (!existsSync(esm)) return null;
+  const generated = await import(esm.href);
+  const modules = new Map();
+  const core = (name) => {
+    if (!modules.has(name)) modules.set(name, new WebAssembly.Module(readFileSync(new URL(name, url))));
+    return modules.get(name);
+  };
+  return () => generated.instantiate(core, {});
 }
 
 function jcoVersion(dir) {
@@ -103,12 +105,11 @@ console.log(`node ${process.version}; load average ${loadavg().map((x) => x.toFi
 console.log('| jco | build | raw solve (7 calls) µs | per call in a solve µs | package solve (+6 snapshot calls) µs | task-id call ns |');
 console.log('|---|---|---|---|---|---|');
 for (const build of builds) {
-  const loading = loadBuild(build.dir);
-  if (!loading) {
+  const instantiate = await loadBuild(build.dir);
+  if (!instantiate) {
     console.log(`| – | ${build.label} | not built (run \`node bench/build-alt.mjs\`) | | | |`);
     continue;
   }
-  const instantiate = await loading;
   const root = instantiate();
   const calls = rawSolve(root.engine.Solve);
   const raw = measure(() => rawSolve(root.engine.Solve), SOLVES);

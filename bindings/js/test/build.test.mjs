@@ -1,9 +1,11 @@
-// gen/ was transpiled from exactly the engine component: the core modules jco wrote are
-// byte-for-byte the core modules inside target/component/captchaai_engine.wasm (or
-// $CAPTCHAAI_ENGINE_WASM), and the generated JS loads exactly those files.
+// gen/ was transpiled from exactly the engine component: the core modules jco wrote (base64 in
+// gen/captchaai_engine.wasm.cjs) are byte-for-byte the core modules inside
+// target/component/captchaai_engine.wasm (or $CAPTCHAAI_ENGINE_WASM), and the generated JS loads
+// exactly those; gen/ holds only what the package ships.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
@@ -12,6 +14,7 @@ import { coreModulesOf } from './support/component-modules.mjs';
 import { componentWasmPath, GEN_DIR, GEN_NAME } from '../scripts/paths.mjs';
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const require = createRequire(import.meta.url);
 
 test('the core modules in gen/ are exactly those inside the engine component', () => {
   const component = readFileSync(componentWasmPath());
@@ -24,15 +27,31 @@ test('the core modules in gen/ are exactly those inside the engine component', (
   const embedded = coreModulesOf(component).map(sha256);
   assert.ok(embedded.length >= 1, 'the component holds core modules');
 
-  const generatedJs = readFileSync(join(GEN_DIR, `${GEN_NAME}.js`), 'utf8');
+  const generatedJs = readFileSync(join(GEN_DIR, `${GEN_NAME}.cjs`), 'utf8');
   const loaded = [...generatedJs.matchAll(/getCoreModule\('([^']+)'\)/g)].map((m) => m[1]);
-  const written = readdirSync(GEN_DIR).filter((name) => name.endsWith('.wasm'));
-  assert.deepEqual([...loaded].sort(), [...written].sort(), 'the JS loads exactly the .wasm files in gen/');
+  const written = require(join(GEN_DIR, `${GEN_NAME}.wasm.cjs`));
+  assert.deepEqual([...loaded].sort(), Object.keys(written).sort(), 'the JS loads exactly the modules in gen/');
   assert.deepEqual(
-    loaded.map((name) => sha256(readFileSync(join(GEN_DIR, name)))),
+    loaded.map((name) => sha256(Buffer.from(written[name], 'base64'))),
     embedded,
     'each core module jco wrote (in load order) is the component\'s embedded module, byte for byte',
   );
+});
+
+test('gen/ holds what the package ships and nothing else', () => {
+  const expected = [`${GEN_NAME}.cjs`, `${GEN_NAME}.wasm.cjs`, 'index.d.cts', 'source.json', 'tasks.d.cts'];
+  assert.deepEqual(readdirSync(GEN_DIR).sort(), expected.sort());
+  // The instantiation code is jco's with its one `export` made CommonJS.
+  const js = readFileSync(join(GEN_DIR, `${GEN_NAME}.cjs`), 'utf8');
+  assert.match(js, /^'use strict';\nfunction instantiate\(/);
+  assert.match(js, /\nmodule\.exports = \{ instantiate \};\n$/);
+  assert.doesNotMatch(js, /^\s*(?:import|export)\b/m);
+  // The declarations of the `require` entry are src/'s, importing their .d.cts twins.
+  for (const name of ['index', 'tasks']) {
+    const esm = readFileSync(join(GEN_DIR, '..', 'src', `${name}.d.ts`), 'utf8');
+    const cjs = readFileSync(join(GEN_DIR, `${name}.d.cts`), 'utf8');
+    assert.equal(cjs, esm.replaceAll("from './tasks.js'", "from './tasks.cjs'"), `gen/${name}.d.cts`);
+  }
 });
 
 test('a component with a changed byte no longer matches (the check can fail)', () => {
@@ -45,7 +64,7 @@ test('a component with a changed byte no longer matches (the check can fail)', (
 });
 
 test('a core module or other non-component binary is refused', () => {
-  const core = readFileSync(join(GEN_DIR, `${GEN_NAME}.core.wasm`));
+  const core = Buffer.from(require(join(GEN_DIR, `${GEN_NAME}.wasm.cjs`))[`${GEN_NAME}.core.wasm`], 'base64');
   assert.throws(() => coreModulesOf(core), /not a component/);
   assert.throws(() => coreModulesOf(Buffer.from('not wasm at all')), /not a WebAssembly binary/);
 });

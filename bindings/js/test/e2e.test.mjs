@@ -7,7 +7,7 @@ import { inspect } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { startEmulator } from './support/emulator.mjs';
-import { PermanentError, Solver, TransientError, UnsolvableError } from '../src/index.js';
+import { PermanentError, Solver, TransientError, UnsolvableError } from '../src/index.mjs';
 
 const KEY = 'e2e0key0000000000000000000000001';
 const UNKNOWN_KEY = 'e2e0key0000000000000000000000999';

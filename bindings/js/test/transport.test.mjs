@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { after, before, test } from 'node:test';
-import { Clock, send } from '../src/transport.js';
+import { Clock, send } from '../src/transport.cjs';
 
 let server;
 let base;

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { inspect } from 'node:util';
-import { instantiateComponent } from '../src/engine.js';
-import { EngineHost } from '../src/host.js';
-import { CaptchaAIError, PermanentError, SnapshotError, Solver, TransientError } from '../src/index.js';
+import { instantiateComponent } from '../src/engine.cjs';
+import { EngineHost } from '../src/host.cjs';
+import { CaptchaAIError, PermanentError, SnapshotError, Solver, TransientError } from '../src/index.mjs';
 
 const KEY = 'Leak0Canary0Key0Abcdef0123456789';
 const TASK = { type: 'turnstile', sitekey: '0x4AAAAAAABkMYinukE8nzY', pageurl: 'https://portal.example.com/login' };

@@ -5,10 +5,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { canonicalJson } from './support/canonical.mjs';
 import { replay } from './support/replay.mjs';
-import { instantiateComponent } from '../src/engine.js';
-import { EngineHost } from '../src/host.js';
-import { Solution } from '../src/convert.js';
-import { errorFromFailure, PermanentError, TransientError, UnsolvableError } from '../src/errors.js';
+import { instantiateComponent } from '../src/engine.cjs';
+import { EngineHost } from '../src/host.cjs';
+import { Solution } from '../src/convert.cjs';
+import { errorFromFailure, PermanentError, TransientError, UnsolvableError } from '../src/errors.cjs';
 
 const VECTORS = new URL('../../../testdata/vectors/', import.meta.url);
 const files = readdirSync(VECTORS)

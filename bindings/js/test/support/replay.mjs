@@ -2,8 +2,8 @@
 // component as jco transpiled it. Events are built from the raw WIT values, so the transcript
 // shows exactly what crossed the boundary.
 import { canonicalJson } from './canonical.mjs';
-import { engineResult } from '../../src/engine.js';
-import { misuseKind } from '../../src/errors.js';
+import { engineResult } from '../../src/engine.cjs';
+import { misuseKind } from '../../src/errors.cjs';
 
 export const MAX_EVENTS = 1000;
 

@@ -1,8 +1,9 @@
+'use strict';
 // Errors a solve ends with. The subclass is chosen by the engine's failure class alone (never by
 // reading codes); every field comes from the engine's failure record, which never holds the key.
 
 /** A solve that ended without an answer (or was refused before anything was sent). */
-export class CaptchaAIError extends Error {
+class CaptchaAIError extends Error {
   /**
    * @param {object} failure the engine's failure, already converted by `errorFromFailure`
    */
@@ -23,17 +24,17 @@ export class CaptchaAIError extends Error {
 }
 
 /** Fix the key, plan, account or task first; retrying unchanged cannot help. */
-export class PermanentError extends CaptchaAIError {}
+class PermanentError extends CaptchaAIError {}
 
 /** Worth trying again later, after `retryAfter` seconds when given. */
-export class TransientError extends CaptchaAIError {}
+class TransientError extends CaptchaAIError {}
 
 /** The service gave up on the captcha; a fresh task may succeed. */
-export class UnsolvableError extends CaptchaAIError {}
+class UnsolvableError extends CaptchaAIError {}
 
 /** A snapshot that cannot be resumed: `kind` is `malformed`, `truncated`, `foreign`,
  * `unsupported_version`, `invalid` or `invalid_key`. */
-export class SnapshotError extends Error {
+class SnapshotError extends Error {
   constructor(kind, message) {
     super(message);
     this.name = 'SnapshotError';
@@ -42,7 +43,7 @@ export class SnapshotError extends Error {
 }
 
 /** The engine reported that this host broke the driving contract (a bug in this package). */
-export class EngineMisuseError extends Error {
+class EngineMisuseError extends Error {
   constructor(kind, detail) {
     super(`the engine reported host misuse: ${kind} (${detail}); this is a bug in captchaai-engine`);
     this.name = 'EngineMisuseError';
@@ -63,7 +64,7 @@ const ORIGINS = {
 };
 
 /** The typed error for a WIT `failure` record. */
-export function errorFromFailure(failure) {
+function errorFromFailure(failure) {
   const ErrorClass = CLASSES[failure.class];
   const origin = ORIGINS[failure.origin];
   if (!ErrorClass || !origin) {
@@ -90,7 +91,7 @@ const RESTORE_KINDS = {
 };
 
 /** The typed error for a WIT `restore-error` variant. */
-export function errorFromRestore(restoreError) {
+function errorFromRestore(restoreError) {
   const kind = RESTORE_KINDS[restoreError.tag] ?? restoreError.tag;
   const detail = restoreError.val === undefined ? '' : `: ${restoreError.val}`;
   return new SnapshotError(kind, `the snapshot cannot be resumed (${kind}${detail})`);
@@ -104,11 +105,24 @@ const MISUSE_KINDS = {
 };
 
 /** The misuse kind as the transcripts spell it (`time_went_backwards`, ...). */
-export function misuseKind(misuse) {
+function misuseKind(misuse) {
   return MISUSE_KINDS[misuse.tag] ?? misuse.tag;
 }
 
 /** The error for a WIT `misuse` variant. */
-export function errorFromMisuse(misuse) {
+function errorFromMisuse(misuse) {
   return new EngineMisuseError(misuseKind(misuse), String(misuse.val));
 }
+
+module.exports = {
+  CaptchaAIError,
+  PermanentError,
+  TransientError,
+  UnsolvableError,
+  SnapshotError,
+  EngineMisuseError,
+  errorFromFailure,
+  errorFromRestore,
+  misuseKind,
+  errorFromMisuse,
+};

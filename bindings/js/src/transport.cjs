@@ -1,9 +1,10 @@
+'use strict';
 // Moving bytes and time: a clock the engine's times are read from and slept on, and an HTTP
 // sender that posts a request exactly as the engine gave it and returns what came back as the
 // WIT `reply` (`{tag: 'ok', val: {status, body}}` or `{tag: 'err', val: transport error}`).
 
 /** Epoch milliseconds from a monotonic source, optionally running `scale` times faster. */
-export class Clock {
+class Clock {
   #startMs;
   #startPerf;
   #scale;
@@ -52,9 +53,14 @@ function sleep(ms, signal) {
   });
 }
 
-/** Socket errors meaning the request was never delivered (nothing can have been processed). */
+/**
+ * Socket errors meaning the request was never delivered (nothing can have been processed), by
+ * `code` as Node's and Bun's fetch set it (Bun before 1.1 spelled a refused connection
+ * `ConnectionRefused`).
+ */
 const NOT_DELIVERED = new Set([
   'ECONNREFUSED',
+  'ConnectionRefused',
   'ENOTFOUND',
   'EAI_AGAIN',
   'EHOSTUNREACH',
@@ -68,6 +74,12 @@ const NOT_DELIVERED = new Set([
   'SELF_SIGNED_CERT_IN_CHAIN',
 ]);
 
+/**
+ * Deno's fetch sets no code; its error says `client error (Connect)` (hyper's connector failing:
+ * refused, DNS, TLS) when the request was never sent.
+ */
+const DENO_NOT_CONNECTED = /\bclient error \(Connect\)/;
+
 /** Reply bodies are decoded the WIT's way: invalid UTF-8 becomes U+FFFD and a BOM is kept. */
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
@@ -76,7 +88,7 @@ const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
  * is given up after its `timeoutMs` (on `clock`'s scale) as `timeout`; `signal` aborts the whole
  * exchange by rejecting with its reason (the solve is left waiting for this request).
  */
-export async function send(fetchFn, clock, request, signal) {
+async function send(fetchFn, clock, request, signal) {
   const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(clock.realMs(Number(request.timeoutMs)))));
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
   try {
@@ -99,6 +111,9 @@ export async function send(fetchFn, clock, request, signal) {
 function notDelivered(error) {
   for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth += 1) {
     if (NOT_DELIVERED.has(e.code) || e.syscall === 'connect' || e.syscall === 'getaddrinfo') return true;
+    if (typeof e.message === 'string' && DENO_NOT_CONNECTED.test(e.message)) return true;
   }
   return false;
 }
+
+module.exports = { Clock, send };

@@ -1,10 +1,11 @@
+'use strict';
 // One engine instance and the solves inside it, with trap recovery: a solve's state only changes
 // when a result is fed back, so the host keeps its snapshot base once and its state after each
 // result; if a call traps, the instance is replaced, every solve restored from its checkpoint, and
 // the call retried once (as the Rust driver does). jco 1.12 does not poison a trapped instance,
 // so the host treats every trap as fatal for that instance itself.
-import { engineResult, instantiateComponent, isEngineResultError } from './engine.js';
-import { errorFromFailure, errorFromMisuse, errorFromRestore } from './errors.js';
+const { engineResult, instantiateComponent, isEngineResultError } = require('./engine.cjs');
+const { errorFromFailure, errorFromMisuse, errorFromRestore } = require('./errors.cjs');
 
 /** A solve inside a host: its handle in the current instance and what restores it. */
 class Slot {
@@ -18,7 +19,7 @@ class Slot {
   }
 }
 
-export class EngineHost {
+class EngineHost {
   #instantiate;
   #root;
   /** @type {Set<Slot>} */
@@ -161,3 +162,5 @@ export class EngineHost {
     this.#root = root;
   }
 }
+
+module.exports = { EngineHost };

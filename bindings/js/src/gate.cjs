@@ -1,10 +1,11 @@
+'use strict';
 // The thread budget: the engine's `thread-gate` (in its own small instance) decides who may start;
 // this only waits for its decisions.
-import { engineResult, instantiateComponent } from './engine.js';
-import { errorFromFailure } from './errors.js';
-import { toU64 } from './convert.js';
+const { engineResult, instantiateComponent } = require('./engine.cjs');
+const { errorFromFailure } = require('./errors.cjs');
+const { toU64 } = require('./convert.cjs');
 
-export class ThreadBudget {
+class ThreadBudget {
   #gate;
   /** Tickets waiting for admission: ticket → resolve. */
   #waiting = new Map();
@@ -55,3 +56,5 @@ export class ThreadBudget {
     };
   }
 }
+
+module.exports = { ThreadBudget };

@@ -1,3 +1,4 @@
+'use strict';
 // Plain JavaScript values to and from the component's WIT values. Types only: what a value means
 // and whether it is in range is the engine's decision.
 
@@ -6,7 +7,7 @@ const U32_FIELDS = ['maxSubmitRetries', 'maxPollErrors', 'unsolvableRetries'];
 const CONFIG_FIELDS = new Set(['baseUrl', ...U64_FIELDS, ...U32_FIELDS]);
 
 /** An integer 0..2^64-1 as a bigint (`number` must be a safe integer), or a TypeError. */
-export function toU64(value, name) {
+function toU64(value, name) {
   if (typeof value === 'bigint' && value >= 0n && value < 1n << 64n) return value;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
   throw new TypeError(`${name} must be a non-negative integer (got ${describe(value)})`);
@@ -27,7 +28,7 @@ function describe(value) {
  * The WIT `config` record for a user config (`{baseUrl, requestTimeoutMs, ...}`, every field
  * optional; `undefined` or `null` takes the engine's default).
  */
-export function toWitConfig(config = {}) {
+function toWitConfig(config = {}) {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     throw new TypeError('config must be an object such as {requestTimeoutMs: 30000}');
   }
@@ -50,7 +51,7 @@ export function toWitConfig(config = {}) {
 }
 
 /** The task JSON text for a task object (or a task already given as JSON text). */
-export function toTaskJson(task) {
+function toTaskJson(task) {
   if (typeof task === 'string') return task;
   if (task === null || typeof task !== 'object' || Array.isArray(task)) {
     throw new TypeError('a task must be an object such as {type: "turnstile", sitekey, pageurl}');
@@ -63,7 +64,7 @@ export function toTaskJson(task) {
 }
 
 /** A solved captcha. Times are Unix epoch milliseconds. */
-export class Solution {
+class Solution {
   #raw;
   #engine;
 
@@ -101,3 +102,5 @@ export class Solution {
     return JSON.parse(this.#engine.solutionJson(this.#raw));
   }
 }
+
+module.exports = { toU64, toWitConfig, toTaskJson, Solution };

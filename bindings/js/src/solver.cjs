@@ -1,15 +1,18 @@
+'use strict';
 // The fetch-based driver. It moves bytes and sleeps: what to send, when, how long to wait for it,
 // what a reply means and when to stop all come from the engine.
-import { inspect } from 'node:util';
-import { Solution, toTaskJson, toWitConfig } from './convert.js';
-import { engineResult } from './engine.js';
-import { errorFromFailure } from './errors.js';
-import { ThreadBudget } from './gate.js';
-import { EngineHost } from './host.js';
-import { Clock, send } from './transport.js';
+const { Solution, toTaskJson, toWitConfig } = require('./convert.cjs');
+const { engineResult } = require('./engine.cjs');
+const { errorFromFailure } = require('./errors.cjs');
+const { ThreadBudget } = require('./gate.cjs');
+const { EngineHost } = require('./host.cjs');
+const { Clock, send } = require('./transport.cjs');
+
+/** What `util.inspect` (Node, Bun, Deno) prints for an object, without importing node:util. */
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 
 /** A solve created in the engine and not finished yet: run it with `solver.run(pending)`. */
-export class PendingSolve {
+class PendingSolve {
   #host;
   #slot;
 
@@ -55,12 +58,12 @@ export class PendingSolve {
     return pending.#slot;
   }
 
-  [inspect.custom]() {
+  [INSPECT]() {
     return `PendingSolve { open: ${this.open} }`;
   }
 }
 
-export class Solver {
+class Solver {
   #key;
   #witConfig;
   #fetch;
@@ -174,11 +177,13 @@ export class Solver {
     return parsed.ok;
   }
 
-  [inspect.custom]() {
-    return `Solver { budget: ${inspect(this.budget())} }`;
+  [INSPECT]() {
+    return `Solver { budget: ${JSON.stringify(this.budget())} }`;
   }
 
   toJSON() {
     return { solver: 'captchaai-engine', budget: this.budget() };
   }
 }
+
+module.exports = { Solver, PendingSolve };
