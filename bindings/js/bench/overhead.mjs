@@ -9,9 +9,14 @@
 // its 7 calls; "package solve" goes through the package's EngineHost as Solver.run does (plus the
 // trap-recovery snapshots: base and state at creation, state after each of the 4 in-flight
 // results); "task-id call" is the smallest call on a live solve (the boundary's fixed cost).
-// Medians over rounds. `npm run bench:alt` builds bench/alt/ (ALT_JCO=x.y.z for another version).
+// Medians over rounds, and the least round (what is left of a solve's cost when nothing else runs,
+// the steadier figure on a busy machine). `npm run bench:alt` builds bench/alt/ (ALT_JCO=x.y.z for
+// another version). Then the package's start-up in fresh processes: loading it (`require`) and
+// its first engine instance (compiling the core modules), medians of STARTS runs.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { instantiateComponent } from '../src/engine.cjs';
 import { EngineHost } from '../src/host.cjs';
@@ -84,7 +89,7 @@ function median(values) {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-/** Median µs per iteration of `fn` over ROUNDS rounds of `n` iterations. */
+/** `{median, least}` µs per iteration of `fn` over ROUNDS rounds of `n` iterations. */
 function measure(fn, n) {
   for (let i = 0; i < Math.min(n, 1000); i += 1) fn();
   const perRound = [];
@@ -93,7 +98,25 @@ function measure(fn, n) {
     for (let i = 0; i < n; i += 1) fn();
     perRound.push(Number(process.hrtime.bigint() - started) / 1000 / n);
   }
-  return median(perRound);
+  return { median: median(perRound), least: Math.min(...perRound) };
+}
+
+const STARTS = 7;
+
+/** Start-up of the package in a fresh process: ms to load it and to make its first engine instance. */
+function startup() {
+  const script = `
+    const t0 = performance.now();
+    const { Solver } = require(${JSON.stringify(fileURLToPath(new URL('../src/index.cjs', import.meta.url)))});
+    const t1 = performance.now();
+    new Solver('0123456789abcdef0123456789abcdef');
+    const t2 = performance.now();
+    console.log(JSON.stringify([t1 - t0, t2 - t1]));`;
+  const runs = [];
+  for (let i = 0; i < STARTS; i += 1) {
+    runs.push(JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })));
+  }
+  return { load: median(runs.map((r) => r[0])), instance: median(runs.map((r) => r[1])) };
 }
 
 const builds = [
@@ -102,12 +125,14 @@ const builds = [
 ];
 
 console.log(`node ${process.version}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${ROUNDS} rounds x ${SOLVES} solves; medians`);
-console.log('| jco | build | raw solve (7 calls) µs | per call in a solve µs | package solve (+6 snapshot calls) µs | task-id call ns |');
-console.log('|---|---|---|---|---|---|');
+console.log(
+  '| jco | build | raw solve (7 calls) µs | per call in a solve µs | package solve (+6 snapshot calls) µs | task-id call ns | least round: raw / package µs |',
+);
+console.log('|---|---|---|---|---|---|---|');
 for (const build of builds) {
   const instantiate = await loadBuild(build.dir);
   if (!instantiate) {
-    console.log(`| – | ${build.label} | not built (run \`node bench/build-alt.mjs\`) | | | |`);
+    console.log(`| – | ${build.label} | not built (run \`node bench/build-alt.mjs\`) | | | | |`);
     continue;
   }
   const root = instantiate();
@@ -116,8 +141,11 @@ for (const build of builds) {
   const host = new EngineHost(instantiate);
   const viaPackage = measure(() => packageSolve(host), SOLVES);
   const live = root.engine.Solve.create(taskJson, vector.key, {}, 0n);
-  const taskIdNs = measure(() => live.taskId(), SOLVES * 20) * 1000;
+  const taskIdNs = measure(() => live.taskId(), SOLVES * 20).median * 1000;
   console.log(
-    `| ${jcoVersion(build.dir)} | ${build.label} | ${raw.toFixed(1)} | ${(raw / calls).toFixed(2)} | ${viaPackage.toFixed(1)} | ${taskIdNs.toFixed(0)} |`,
+    `| ${jcoVersion(build.dir)} | ${build.label} | ${raw.median.toFixed(1)} | ${(raw.median / calls).toFixed(2)} | ` +
+      `${viaPackage.median.toFixed(1)} | ${taskIdNs.toFixed(0)} | ${raw.least.toFixed(1)} / ${viaPackage.least.toFixed(1)} |`,
   );
 }
+const start = startup();
+console.log(`start-up (fresh processes, medians of ${STARTS}): load ${start.load.toFixed(1)} ms, first engine instance ${start.instance.toFixed(1)} ms`);

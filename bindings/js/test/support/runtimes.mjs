@@ -23,9 +23,9 @@ const RUNTIMES = {
   },
 };
 
-const INSTALL_HINT =
+const installHint = (spec) =>
   'install the test runtimes with `npm ci --prefix bindings/js/runtimes` (what bindings/js/test.sh does), ' +
-  'or point $BUN_BIN, $DENO_BIN or $NODE_LTS_BIN at a binary';
+  `or point $${spec.env} at a binary`;
 
 function onPath(command) {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -45,7 +45,7 @@ export function locateRuntime(name) {
   const bin =
     process.env[spec.env] || (existsSync(spec.installed) ? spec.installed : spec.command && onPath(spec.command));
   if (!bin) {
-    const reason = `${name} not found: ${INSTALL_HINT}`;
+    const reason = `${name} not found: ${installHint(spec)}`;
     return { name, bin: null, version: null, skip: process.env.CI === 'true' ? false : reason, reason };
   }
   const probe = spawnSync(bin, spec.version, { encoding: 'utf8' });

@@ -5,8 +5,12 @@ import {
   Solver,
   TransientError,
   UnsolvableError,
+  type CloudflareChallengeTask,
+  type ProxyType,
   type Solution,
   type Task,
+  type TaskOf,
+  type TaskType,
 } from 'captchaai-engine';
 
 const solver = new Solver('0123456789abcdef0123456789abcdef', { requestTimeoutMs: 30_000, jitterSeed: 7n }, { threads: 4 });
@@ -49,6 +53,24 @@ export async function use(): Promise<string | null> {
   void resumed;
   return `${info.free} ${balance}`;
 }
+
+// The generated task types: one per engine type, the shared fields declared once.
+const names: TaskType[] = ['recaptcha_v3_enterprise', 'geetest_v3', 'captchafox', 'friendly_captcha', 'lemin', 'grid'];
+const proxy: ProxyType = 'SOCKS5';
+const challenge: CloudflareChallengeTask = { type: 'cloudflare_challenge', pageurl: 'https://a.example.com/', proxy: 'h:1', proxytype: proxy, user_agent: 'UA', cookies: 'a=b' };
+const grid: TaskOf<'grid'> = { type: 'grid', image: 'aGVsbG8=', instructions: 'cars', grid_size: '4x4', extra: { soft_id: 1 } };
+void names;
+void challenge;
+void grid;
+// @ts-expect-error: cookies is text
+const badCookies: Task = { type: 'turnstile', sitekey: 'k', pageurl: 'u', cookies: 5 };
+// @ts-expect-error: grid sizes are 3x3 and 4x4
+const badGrid: TaskOf<'grid'> = { type: 'grid', image: 'i', instructions: 'x', grid_size: '5x5' };
+// @ts-expect-error: no such captcha type
+const unknownType: TaskType = 'hcaptcha';
+void badCookies;
+void badGrid;
+void unknownType;
 
 // @ts-expect-error: a task needs its type's required fields
 const missing: Task = { type: 'recaptcha_v2', pageurl: 'https://a.example.com/' };
