@@ -409,7 +409,7 @@ fn number(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -420,9 +420,9 @@ fn number(n: usize) -> String {
 /// `100 bytes`, `64 KiB`, `1 MiB` (kept on one line by [`doc`]).
 fn bytes(n: usize) -> String {
     const KIB: usize = 1024;
-    if n >= KIB * KIB && n % (KIB * KIB) == 0 {
+    if n >= KIB * KIB && n.is_multiple_of(KIB * KIB) {
         format!("{}{KEEP}MiB", n / (KIB * KIB))
-    } else if n >= KIB && n % KIB == 0 {
+    } else if n >= KIB && n.is_multiple_of(KIB) {
         format!("{}{KEEP}KiB", n / KIB)
     } else {
         format!("{}{KEEP}bytes", number(n))
@@ -431,7 +431,7 @@ fn bytes(n: usize) -> String {
 
 /// `26 s`, `1.5 s`, `250 ms` (kept on one line by [`doc`]).
 fn duration(ms: u64) -> String {
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{}{KEEP}s", ms / 1000)
     } else if ms >= 1000 {
         format!("{}{KEEP}s", ms as f64 / 1000.0)

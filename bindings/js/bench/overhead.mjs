@@ -124,7 +124,8 @@ const builds = [
   { dir: 'alt', label: 'bench/alt/ (alternative)' },
 ];
 
-console.log(`node ${process.version}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${ROUNDS} rounds x ${SOLVES} solves; medians`);
+const runtime = typeof Bun !== 'undefined' ? `bun ${Bun.version}` : typeof Deno !== 'undefined' ? `deno ${Deno.version.deno}` : `node ${process.version}`;
+console.log(`${runtime}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${ROUNDS} rounds x ${SOLVES} solves; medians`);
 console.log(
   '| jco | build | raw solve (7 calls) µs | per call in a solve µs | package solve (+6 snapshot calls) µs | task-id call ns | least round: raw / package µs |',
 );
@@ -147,5 +148,6 @@ for (const build of builds) {
       `${viaPackage.median.toFixed(1)} | ${taskIdNs.toFixed(0)} | ${raw.least.toFixed(1)} / ${viaPackage.least.toFixed(1)} |`,
   );
 }
+if (typeof Bun !== 'undefined' || typeof Deno !== 'undefined') process.exit(0); // start-up: Node only
 const start = startup();
 console.log(`start-up (fresh processes, medians of ${STARTS}): load ${start.load.toFixed(1)} ms, first engine instance ${start.instance.toFixed(1)} ms`);

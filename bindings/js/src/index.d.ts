@@ -14,9 +14,9 @@ export interface Config {
   requestTimeoutMs?: number | bigint;
   /** Overall deadline from the original submit, 10 s to 1 h; default per type. */
   deadlineMs?: number | bigint;
-  /** Wait before the first poll, at least 1,000 ms; default per type. */
+  /** Wait before the first poll, 1,000-300,000 ms; default per type. */
   initialWaitMs?: number | bigint;
-  /** Wait between polls, at least 5,000 ms; default per type. */
+  /** Wait between polls, 5,000-120,000 ms (never faster than every 5 s); default per type. */
   pollIntervalMs?: number | bigint;
   /** Submit retries after transient errors, 0-10; default 5. */
   maxSubmitRetries?: number;
