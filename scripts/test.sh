@@ -2,7 +2,9 @@
 # Runs every test: the builds (the engine component must import nothing and fit 512 KiB; the
 # `captchaai` crate embeds it), format, lint and import circles, then the engine's
 # unit/property/vector tests, the .wasm in wasmtime, the emulator, end-to-end solves, the serve
-# host and the edge API (under the serve host and real Spin, on SQLite and Redis).
+# host and the edge API (under the serve host and real Spin, on SQLite and Redis), the bindings
+# and framework integrations, the docs' quick starts, the edge's OpenAPI contract and the
+# official SDK against the emulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -36,6 +38,9 @@ echo "== bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
 echo "== integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
 bash bindings/python/integrations.sh
+
+echo "== docs: every quick start in README.md and docs/ runs (against the emulator)"
+bash scripts/check-docs.sh
 
 echo "== contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves"
 CONTRACT_SERVE=1 CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contract/run.sh

@@ -3,8 +3,12 @@
 # emulator: bindings/python/integrations.sh [airflow|dagster|prefect|mage ...] (default: all four).
 #
 # Each framework gets its own venv under target/ (venv-airflow, venv-dagster, venv-prefect,
-# venv-mage): their pins conflict. A venv is reused while its requirements (the pins below and
-# bindings/python/pyproject.toml) are unchanged; the package itself is reinstalled every run.
+# venv-mage): their pins conflict. The package is installed with its extra
+# (`./bindings/python[prefect]`, ...) next to the exact versions pinned below, which must fall in
+# the extra's range (tests/test_packaging.py checks). A venv is reused while its requirements (the
+# pins below and bindings/python/pyproject.toml) are unchanged; the package itself is reinstalled
+# every run. Each framework runs tests/integrations/test_<framework>*.py: the integration's own
+# tests and the README's example (examples/) run as a user runs it.
 # Frameworks come from PyPI as wheels only (--only-binary :all:). Needs the engine component
 # (target/component/captchaai_engine.wasm) and the emulator ($CAPTCHAAI_EMULATOR, else
 # target/release/captchaai-emulator); either is built here if missing. $PYTHON picks the
@@ -64,17 +68,17 @@ for fw in "${frameworks[@]}"; do
     "$PYTHON" -m venv "$venv"
     # shellcheck disable=SC2086
     "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar off --only-binary :all: \
-      $reqs ./bindings/python
+      $reqs "./bindings/python[$fw]"
     echo "$stamp" > "$venv/.requirements-stamp"
   fi
   install_s=$(seconds_since "$start")
-  say "$fw: installed in ${install_s}s; running tests/integrations/test_$fw.py"
+  say "$fw: installed in ${install_s}s; running tests/integrations/test_$fw*.py"
   start=$(date +%s)
   status=passed
   # The package's pytest options name pytest-asyncio's settings; venvs without it only warn.
   (cd bindings/python && "../../$venv/bin/python" -m pytest -p no:cacheprovider -q \
       -W "ignore:Unknown config option:pytest.PytestConfigWarning" \
-      "tests/integrations/test_$fw.py") || { status=FAILED; failed+=("$fw"); }
+      tests/integrations/test_"$fw"*.py) || { status=FAILED; failed+=("$fw"); }
   test_s=$(seconds_since "$start")
   summary+=("$(printf '%-8s install %4ss  tests %4ss  %s' "$fw" "$install_s" "$test_s" "$status")")
 done

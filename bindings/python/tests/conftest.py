@@ -80,11 +80,12 @@ class Emulator:
 
 @pytest.fixture
 def start_emulator() -> Iterator:
-    """Starts emulators with extra flags (time scale and seed preset); all stopped at teardown."""
+    """Starts emulators with extra flags (seed preset; time scale TIME_SCALE unless given); all
+    stopped at teardown."""
     started: List[Emulator] = []
 
-    def start(*flags: str) -> Emulator:
-        emulator = Emulator(["--port", "0", "--seed", "7", "--time-scale", str(TIME_SCALE), *flags])
+    def start(*flags: str, time_scale: float = TIME_SCALE) -> Emulator:
+        emulator = Emulator(["--port", "0", "--seed", "7", "--time-scale", str(time_scale), *flags])
         started.append(emulator)
         return emulator
 

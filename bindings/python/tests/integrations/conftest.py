@@ -16,6 +16,16 @@ from emulated import KEY, THREADS, UNSOLVABLE_SITEKEY, RunningEmulator
 
 
 @pytest.fixture
+def example_emulator(start_emulator) -> RunningEmulator:
+    """For the README's examples, which run as users run them, in real time: an emulator at time
+    scale 1 with KEY (THREADS threads) and solves of 1-3 s, so a solve takes the engine's first
+    wait for its type (13 s for Turnstile) plus a poll."""
+    emulator = start_emulator("--key", f"{KEY}:{THREADS}", "--solve-time", "all=1000:3000",
+                              "--ban-after-bad-keys", "0", time_scale=1.0)
+    return RunningEmulator(base_url=emulator.base_url, time_scale=1.0)
+
+
+@pytest.fixture
 def captchaai_emulator(start_emulator) -> RunningEmulator:
     """An emulator with KEY (THREADS threads), solves of 3-6 s virtual time, tasks for
     UNSOLVABLE_SITEKEY unsolvable, and no IP ban for bad keys."""

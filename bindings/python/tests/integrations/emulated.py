@@ -3,7 +3,11 @@ request log). The fixture that starts the emulator is in conftest.py."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, List
 
 import httpx
@@ -17,6 +21,8 @@ UNKNOWN_KEY = "ffffffffffffffffffffffffffffffff"
 UNSOLVABLE_SITEKEY = "0x4AAAAAAAUnsolvableSitekeyXX"
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE = "https://portal.example.com/export"
+#: The README's examples (bindings/python/examples).
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @dataclass
@@ -36,6 +42,10 @@ class RunningEmulator:
     def paths(self) -> List[str]:
         return [entry["path"] for entry in self.requests()]
 
+    def actions(self) -> List[Any]:
+        """Each request's ``action`` (``threadsinfo``, ``get``, ...; None for a submit)."""
+        return [entry.get("action") for entry in self.requests()]
+
 
 def recaptcha_task(sitekey: str = SITEKEY) -> Dict[str, Any]:
     return {"type": "recaptcha_v2", "sitekey": sitekey, "pageurl": PAGE}
@@ -43,3 +53,15 @@ def recaptcha_task(sitekey: str = SITEKEY) -> Dict[str, Any]:
 
 def turnstile_task(sitekey: str = "0x4AAAAAAABkMYinukE8nzY") -> Dict[str, Any]:
     return {"type": "turnstile", "sitekey": sitekey, "pageurl": PAGE}
+
+
+def load_example(name: str) -> ModuleType:
+    """``bindings/python/examples/<name>.py`` imported afresh, as its framework would (it reads
+    the environment at import, as a user's file does)."""
+    path = EXAMPLES / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"captchaai_example_{name}", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

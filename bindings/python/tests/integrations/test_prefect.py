@@ -1,6 +1,7 @@
 """Prefect 3: a flow whose tasks solve through the integration against the emulator, on a
 temporary Prefect server and home (prefect_test_harness; nothing global is touched): the global
-concurrency limit as the thread budget, retries refused for permanent failures. Needs prefect
+concurrency limit as the thread budget (created from the plan on first use), retries refused for
+permanent failures and configuration errors, transient ones retried. Needs prefect
 (target/venv-prefect, made by integrations.sh)."""
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.testing.utilities import prefect_test_harness  # noqa: E402
 
 from captchaai_engine import Config, PermanentError, TransientError  # noqa: E402
-from captchaai_engine.integrations.prefect import LIMIT, captchaai_task, size_limit_to_plan, solve  # noqa: E402
+from captchaai_engine.integrations.prefect import (  # noqa: E402
+    LIMIT,
+    ConfigurationError,
+    captchaai_task,
+    size_limit_to_plan,
+    solve,
+)
 from emulated import KEY, THREADS, UNKNOWN_KEY, recaptcha_task  # noqa: E402
 
 REGIONS = ["north", "south", "east", "west"]
@@ -121,9 +128,59 @@ def test_the_limit_is_sized_to_the_plan(captchaai_emulator, secret):
         assert client.read_global_concurrency_limit_by_name(LIMIT).limit == THREADS - 1
 
 
-def test_a_missing_limit_refuses_to_run_unthrottled(captchaai_emulator, secret):
-    with pytest.raises(Exception) as refused:
+def test_a_missing_limit_is_a_configuration_error_when_not_created(captchaai_emulator, secret):
+    with pytest.raises(ConfigurationError) as refused:
         solve(recaptcha_task(), config=Config(base_url=captchaai_emulator.base_url),
-              time_scale=captchaai_emulator.time_scale, limit="no-such-limit")
-    assert type(refused.value).__name__ == "ConcurrencySlotAcquisitionError"  # Prefect's (private module)
+              time_scale=captchaai_emulator.time_scale, limit="no-such-limit", create_limit=False)
+    assert "no-such-limit" in str(refused.value) and "prefect gcl create" in str(refused.value)
+    assert captchaai_emulator.paths() == []
+
+
+def test_a_missing_limit_is_created_from_the_plan_on_first_use(captchaai_emulator, secret):
+    solution = solve(recaptcha_task(), config=Config(base_url=captchaai_emulator.base_url),
+                     time_scale=captchaai_emulator.time_scale, limit="made-on-first-use", spare=2)
+    assert solution.answer
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name("made-on-first-use").limit == THREADS - 2
+    # threadsinfo once, then the solve; a second solve finds the limit and sizes nothing.
+    solve(recaptcha_task(), config=Config(base_url=captchaai_emulator.base_url),
+          time_scale=captchaai_emulator.time_scale, limit="made-on-first-use")
+    assert captchaai_emulator.actions().count("threadsinfo") == 1
+    assert captchaai_emulator.paths().count("/in.php") == 2
+
+
+@captchaai_task(retries=2, retry_delay_seconds=0)
+def misconfigured(block: str) -> None:
+    ATTEMPTS.append(block)
+    solve(recaptcha_task(), secret_block=block)
+
+
+@flow
+def misconfigured_flow(block: str):
+    state = misconfigured(block, return_state=True)
+    assert state.is_failed(), state
+    return state.result(raise_on_failure=False)
+
+
+def test_a_missing_secret_block_is_a_configuration_error_and_not_retried():
+    ATTEMPTS.clear()
+    error = misconfigured_flow("no-such-block")
+    assert isinstance(error, ConfigurationError) and "no-such-block" in str(error)
+    assert ATTEMPTS == ["no-such-block"], "retries=2, but a configuration error must run once"
+
+
+def test_an_invalid_task_is_permanent_and_not_retried(captchaai_emulator, secret):
+    @captchaai_task(retries=2, retry_delay_seconds=0)
+    def bad_task() -> None:
+        ATTEMPTS.append("bad")
+        solve({"type": "recaptcha_v2", "pageurl": "not a url"}, config=Config(base_url=captchaai_emulator.base_url))
+
+    @flow
+    def bad_flow():
+        return bad_task(return_state=True).result(raise_on_failure=False)
+
+    ATTEMPTS.clear()
+    error = bad_flow()
+    assert isinstance(error, PermanentError) and error.field in ("sitekey", "pageurl")
+    assert ATTEMPTS == ["bad"]
     assert captchaai_emulator.paths() == []

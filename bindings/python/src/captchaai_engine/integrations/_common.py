@@ -1,6 +1,6 @@
-"""What the framework modules share: a per-process clock per time scale, and the plain-JSON
-forms of solutions and failures that frameworks store between processes (trigger events,
-metadata). Imports no framework."""
+"""What the framework modules share: a per-process clock per time scale, the plain-JSON forms of
+solutions and failures that frameworks store between processes (trigger events, metadata), and
+:class:`ConfigurationError`. Imports no framework."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ from typing import Any, Dict, Mapping
 from ..errors import CaptchaAIError, Failure, FailureClass, FailureOrigin
 from ..solver import Clock
 from ..types import Solution
+
+class ConfigurationError(Exception):
+    """The integration is set up wrong (a missing secret or concurrency limit, a malformed
+    setting): fix the setup; retrying unchanged cannot help, so the integrations never retry it.
+    Its message names what is missing and how to provide it, never a key."""
+
 
 _clocks: Dict[float, Clock] = {}
 _clocks_lock = threading.Lock()

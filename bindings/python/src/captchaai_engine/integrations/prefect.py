@@ -1,14 +1,18 @@
-"""Prefect 3: a task helper whose retries refuse permanent failures, and a global concurrency
+"""Prefect 3: a task decorator whose retries refuse configuration errors, and a global concurrency
 limit as the thread budget, on the captchaai-engine package.
 
 - :func:`captchaai_task` is ``prefect.task`` with retries whose ``retry_condition_fn``
   (:func:`retry_unless_permanent`) refuses a :class:`~captchaai_engine.PermanentError` (bad key,
-  task or plan): the task fails once. Transient and unsolvable failures are retried (a retry
-  submits a fresh task).
+  task or plan, as the engine classes it) and a :class:`ConfigurationError` (no Secret block, no
+  concurrency limit): the task fails once. Transient failures are retried, and so are
+  unsolvable captchas (the engine's class for them says a fresh task may succeed; a retry
+  submits one).
 - :func:`solve` solves one task while holding one slot of the global concurrency limit ``LIMIT``
-  (one slot, one CaptchaAI thread). :func:`size_limit_to_plan` creates or updates that limit
-  from the plan's thread count. ``strict=True`` by default: a missing limit raises instead of
-  running unthrottled.
+  (one slot, one CaptchaAI thread in use). On a server without that limit, the first solve of
+  the process creates it, sized to the plan: the plan's thread count from the engine's
+  ``threadsinfo`` less ``spare`` (one log line says so). A limit that exists is used as it is;
+  :func:`size_limit_to_plan` resizes it. With ``create_limit=False`` a missing limit raises
+  :class:`ConfigurationError` instead (``strict=False`` would run unthrottled).
 - The key comes from a Secret block (``SECRET_BLOCK``, default ``captchaai-api-key``) unless
   passed; it never reaches task parameters, results or logs.
 
@@ -18,18 +22,24 @@ what the form post produced, never the token.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar, Union
+import logging
+import threading
+from typing import Any, Callable, Optional, Set, Tuple, TypeVar, Union
 
 from prefect import task as prefect_task
+from prefect.client.orchestration import get_client
+from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from ..errors import PermanentError
 from ..solver import Solver
 from ..tasks import TaskLike
 from ..types import Config, Solution
-from ._common import clock_for
+from ._common import ConfigurationError, clock_for
 
-__all__ = ["LIMIT", "SECRET_BLOCK", "captchaai_task", "retry_unless_permanent", "size_limit_to_plan", "solve"]
+__all__ = ["LIMIT", "SECRET_BLOCK", "ConfigurationError", "captchaai_task", "ensure_limit",
+           "retry_unless_permanent", "size_limit_to_plan", "solve"]
 
 LIMIT = "captchaai"
 """The default global concurrency limit: one slot per CaptchaAI thread in use."""
@@ -37,11 +47,13 @@ SECRET_BLOCK = "captchaai-api-key"
 """The default Secret block holding the API key."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+_log = logging.getLogger(__name__)
 
 
 def retry_unless_permanent(task: Any, task_run: Any, state: Any) -> bool:
-    """Prefect's ``retry_condition_fn``: False for a permanent failure, True otherwise."""
-    return not isinstance(state.result(raise_on_failure=False), PermanentError)
+    """Prefect's ``retry_condition_fn``: False for a permanent failure or a configuration error,
+    True otherwise."""
+    return not isinstance(state.result(raise_on_failure=False), (PermanentError, ConfigurationError))
 
 
 def captchaai_task(fn: Optional[F] = None, *, retries: int = 3,
@@ -63,23 +75,94 @@ def _api_key(api_key: Optional[str], secret_block: str) -> str:
         return api_key
     from prefect.blocks.system import Secret
 
-    return Secret.load(secret_block).get()
+    try:
+        return Secret.load(secret_block).get()
+    except ValueError:  # Prefect's "Unable to find block document named ..."
+        raise ConfigurationError(
+            f"the Secret block {secret_block!r} (the CaptchaAI API key) does not exist: save one with "
+            f"Secret(value=...).save({secret_block!r}), or pass api_key") from None
 
 
 def _solver(api_key: Optional[str], secret_block: str, config: Optional[Config], time_scale: float) -> Solver:
     return Solver(_api_key(api_key, secret_block), config, clock=clock_for(time_scale))
 
 
+def _say(message: str) -> None:
+    """One line in the run's log (or this module's logger outside a run)."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        get_run_logger().info(message)
+    except MissingContextError:
+        _log.info(message)
+
+
+_known: Set[Tuple[str, str]] = set()
+_known_lock = threading.Lock()
+
+
+def _server_limit(limit: str) -> Tuple[str, str]:
+    """``limit`` on the Prefect server this process talks to now (tests switch servers)."""
+    from prefect.settings import get_current_settings
+
+    return (str(get_current_settings().api.url), limit)
+
+
+def ensure_limit(solver: Solver, *, limit: str = LIMIT, spare: int = 1, create: bool = True) -> None:
+    """Makes sure the global concurrency limit ``limit`` exists (checked once per process and
+    server, and again if it disappears): if
+    it does not, creates it with the plan's threads less ``spare`` (at least 1; one
+    ``threadsinfo`` request through ``solver``), or, with ``create=False``, raises
+    :class:`ConfigurationError`. A limit that exists is left as it is."""
+    if spare < 0:
+        raise ValueError("spare must be at least 0")
+    with _known_lock:
+        if _server_limit(limit) in _known:
+            return
+        with get_client(sync_client=True) as client:
+            try:
+                client.read_global_concurrency_limit_by_name(limit)
+            except ObjectNotFound:
+                if not create:
+                    raise ConfigurationError(
+                        f"the global concurrency limit {limit!r} does not exist: create it with "
+                        f"size_limit_to_plan() or `prefect gcl create {limit} --limit N` (N: your plan's "
+                        "threads), or let solve() create it (create_limit=True)") from None
+                from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+                threads = solver.threads_info().threads
+                size = max(1, threads - spare)
+                try:
+                    client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=limit, limit=size))
+                    _say(f"captchaai: created the global concurrency limit {limit!r} with {size} slots "
+                         f"(the plan's {threads} threads less {spare} spare)")
+                except ObjectAlreadyExists:  # another process created it meanwhile
+                    pass
+        _known.add(_server_limit(limit))
+
+
 def solve(task: TaskLike, *, api_key: Optional[str] = None, secret_block: str = SECRET_BLOCK,
-          config: Optional[Config] = None, limit: str = LIMIT, strict: bool = True,
-          timeout_seconds: Optional[float] = None, time_scale: float = 1.0) -> Solution:
+          config: Optional[Config] = None, limit: str = LIMIT, create_limit: bool = True, spare: int = 1,
+          strict: bool = True, timeout_seconds: Optional[float] = None, time_scale: float = 1.0) -> Solution:
     """Solves ``task`` holding one slot of the global concurrency limit ``limit`` (waiting up to
     ``timeout_seconds`` for it; None: no bound). The key is ``api_key``, else the Secret block
-    ``secret_block``. ``time_scale`` is only for tests against an emulator started with the same
-    ``--time-scale``. Raises the package's typed errors."""
+    ``secret_block``. A missing limit is created from the plan's threads less ``spare``
+    (:func:`ensure_limit`) unless ``create_limit=False``. ``time_scale`` is only for tests
+    against an emulator started with the same ``--time-scale``. Raises the package's typed
+    errors and :class:`ConfigurationError`."""
     with _solver(api_key, secret_block, config, time_scale) as solver:
-        with concurrency(limit, occupy=1, strict=strict, timeout_seconds=timeout_seconds):
-            return solver.solve(task)
+        ensure_limit(solver, limit=limit, spare=spare, create=create_limit)
+        try:
+            with concurrency(limit, occupy=1, strict=strict, timeout_seconds=timeout_seconds):
+                return solver.solve(task)
+        except ConcurrencySlotAcquisitionError:
+            # Raised before the body runs: the limit was deleted since it was checked. Once more.
+            with _known_lock:
+                _known.discard(_server_limit(limit))
+            ensure_limit(solver, limit=limit, spare=spare, create=create_limit)
+            with concurrency(limit, occupy=1, strict=strict, timeout_seconds=timeout_seconds):
+                return solver.solve(task)
 
 
 def size_limit_to_plan(*, api_key: Optional[str] = None, secret_block: str = SECRET_BLOCK,
@@ -89,10 +172,10 @@ def size_limit_to_plan(*, api_key: Optional[str] = None, secret_block: str = SEC
     ``spare`` (at least 1) and returns it (one ``threadsinfo`` request)."""
     if spare < 0:
         raise ValueError("spare must be at least 0")
-    from prefect.client.orchestration import get_client
-
     with _solver(api_key, secret_block, config, time_scale) as solver:
         size = max(1, solver.threads_info().threads - spare)
     with get_client(sync_client=True) as client:
         client.upsert_global_concurrency_limit_by_name(limit, size)
+    with _known_lock:
+        _known.add(_server_limit(limit))
     return size

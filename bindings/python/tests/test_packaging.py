@@ -1,0 +1,56 @@
+"""The package's extras against what CI runs: every framework pin in integrations.sh falls in its
+extra's range in pyproject.toml, and every extra has its pins there (so ``pip install
+'captchaai-engine[prefect]'`` allows the versions the integration tests passed on)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+HERE = Path(__file__).resolve().parents[1]
+FRAMEWORKS = ["airflow", "dagster", "prefect", "mage"]
+
+
+def extras() -> dict:
+    return tomllib.loads((HERE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def pins(framework: str) -> dict:
+    """integrations.sh's ``requirements FRAMEWORK``: {name: version}."""
+    script = f'source <(sed -n "/^requirements()/,/^}}/p" integrations.sh); requirements {framework}'
+    out = subprocess.run(["bash", "-c", script], cwd=HERE, capture_output=True, text=True, check=True).stdout
+    return dict(pin.split("==") for pin in out.split())
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_framework_pin_is_in_its_extra(framework):
+    pinned = pins(framework)
+    declared = [Requirement(text) for text in extras()[framework]]
+    assert declared, f"the [{framework}] extra is empty"
+    for requirement in declared:
+        version = pinned.get(requirement.name)
+        assert version is not None, f"integrations.sh does not pin {requirement.name} for {framework}"
+        assert requirement.specifier.contains(version), (
+            f"{requirement.name}=={version} (integrations.sh) is outside [{framework}]'s {requirement.specifier}")
+
+
+def test_the_extras_are_the_integrations():
+    names = set(extras()) - {"test"}
+    assert names == set(FRAMEWORKS)
+    modules = {path.stem for path in (HERE / "src" / "captchaai_engine" / "integrations").glob("[a-z]*.py")}
+    assert names == modules, f"extras {sorted(names)} vs integration modules {sorted(modules)}"
+
+
+def test_the_pins_parse():
+    for framework in FRAMEWORKS:
+        assert all(re.fullmatch(r"[0-9][0-9.]*", v) for v in pins(framework).values())
