@@ -578,7 +578,7 @@ async fn store_faults(spin: bool) {
     }
 
     for id in &ids {
-        let reply = clients.collect(&[base.clone()], id).await;
+        let reply = clients.collect(std::slice::from_ref(&base), id).await;
         assert_eq!(reply.status, 200, "{id}: {}", reply.body);
     }
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
