@@ -4,7 +4,7 @@
 //! `--include-ignored` (support/mod.rs).
 //!
 //! The serve host (captchaai_serve) joins these tests once it implements the wasi:keyvalue
-//! interfaces the edge imports (edge/KV-CONTRACT.md).
+//! interfaces the edge imports (docs/state.md).
 
 mod support;
 

@@ -1,14 +1,17 @@
 """Dagster: a ConfigurableResource, a concurrency pool sized to the plan's threads, and the
 unsolvable-ratio asset check, on the captchaai-engine package.
 
-- :class:`CaptchaAIResource` solves tasks (thread-safe: one solver per step, shared by the
-  step's threads). A permanent failure (bad key, task or plan) becomes
+- :class:`CaptchaAIResource` solves tasks. Its solver is built in ``setup_for_execution`` and
+  closed in ``teardown_after_execution`` (one solver per step, shared by the step's threads:
+  it is thread-safe). A permanent failure (bad key, task or plan) becomes
   ``dg.Failure(allow_retries=False)``: the step fails once instead of spending its RetryPolicy.
   Transient failures propagate unchanged, so RetryPolicy applies; :class:`UnsolvableError`
   propagates for the asset to count (``SolveStats``).
-- :func:`size_pool_to_plan` sets the pool's limit (default pool ``captchaai``) from the plan's
-  thread count: ``(threads - spare) // solves_per_step`` steps at once. Give the assets that solve
-  ``pool=POOL``.
+- :func:`plan_pool_limit` is the pool limit the plan allows: ``(threads - spare) //
+  solves_per_step`` steps at once (one ``threadsinfo`` request). :func:`size_pool_to_plan` sets
+  it on the instance through Dagster's public CLI, ``dagster instance concurrency set <pool>
+  <limit>`` (Dagster has no public Python API for pool limits; the UI's Concurrency page sets
+  them too). Give the assets that solve ``pool=POOL``.
 - :class:`SolveStats` gathers solves, unsolvable captchas and latency into materialization
   metadata; :func:`unsolvable_ratio_check` builds the blocking check that fails a partition with
   too many unsolvable captchas.
@@ -18,9 +21,14 @@ at run time and never shows it. No exception raised here carries a request (or t
 """
 
 
+import contextlib
 import math
+import os
+import subprocess
+import sys
 import threading
-from typing import List, Optional, Sequence, Union
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence, Union
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -29,9 +37,10 @@ from ..errors import CaptchaAIError, PermanentError
 from ..solver import Solver
 from ..tasks import TaskLike
 from ..types import Config, Solution, ThreadsInfo
-from ._common import clock_for
+from ._common import ConfigurationError, clock_for
 
-__all__ = ["POOL", "CaptchaAIResource", "SolveStats", "size_pool_to_plan", "unsolvable_ratio_check"]
+__all__ = ["POOL", "CaptchaAIResource", "ConfigurationError", "SolveStats", "plan_pool_limit", "size_pool_to_plan",
+           "unsolvable_ratio_check"]
 
 POOL = "captchaai"
 """The default concurrency pool for assets that solve captchas."""
@@ -63,7 +72,6 @@ class CaptchaAIResource(dg.ConfigurableResource):
     time_scale: float = 1.0
 
     _solver: Optional[Solver] = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __repr_args__(self):  # the key never reaches a repr (pydantic's, and so Dagster's)
         return [(name, "<hidden>" if name == "api_key" else value) for name, value in super().__repr_args__()]
@@ -72,48 +80,88 @@ class CaptchaAIResource(dg.ConfigurableResource):
         return Config(base_url=self.base_url, deadline_ms=self.deadline_ms,
                       request_timeout_ms=self.request_timeout_ms, unsolvable_retries=self.unsolvable_retries)
 
-    def solver(self) -> Solver:
-        """The solver of this resource instance (made on first use, closed at teardown)."""
-        with self._lock:
-            if self._solver is None:
-                self._solver = Solver(self.api_key, self._config(), threads=self.threads,
-                                      clock=clock_for(self.time_scale))
-            return self._solver
+    def _new_solver(self) -> Solver:
+        return Solver(self.api_key, self._config(), threads=self.threads, clock=clock_for(self.time_scale))
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Builds the step's solver (Dagster calls this before the step uses the resource)."""
+        self._solver = self._new_solver()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        with self._lock:
-            if self._solver is not None:
-                self._solver.close()
-                self._solver = None
+        """Closes the step's solver (and its HTTP client); Dagster calls this even if the step failed."""
+        solver, self._solver = self._solver, None
+        if solver is not None:
+            solver.close()
+
+    def solver(self) -> Solver:
+        """The step's solver (built in ``setup_for_execution``). Outside a Dagster execution
+        there is none: use ``solve``/``threads_info`` (they open one for the call) or a
+        :class:`~captchaai_engine.Solver` of your own."""
+        if self._solver is None:
+            raise dg.DagsterInvariantViolationError(
+                "CaptchaAIResource.solver() is available only while Dagster executes the resource "
+                "(after setup_for_execution)")
+        return self._solver
+
+    @contextlib.contextmanager
+    def _solver_for_call(self) -> Iterator[Solver]:
+        """The step's solver, or outside an execution one for this call only."""
+        if self._solver is not None:
+            yield self._solver
+        else:
+            with self._new_solver() as solver:
+                yield solver
 
     def solve(self, task: TaskLike) -> Solution:
         """Solves ``task``. Raises ``dg.Failure(allow_retries=False)`` for a permanent failure,
         :class:`~captchaai_engine.TransientError` (RetryPolicy retries) or
         :class:`~captchaai_engine.UnsolvableError` (count it with :class:`SolveStats`)."""
-        solver = self.solver()
-        try:
-            return solver.solve(task)
-        except PermanentError as error:
-            raise _failure(error) from None
+        with self._solver_for_call() as solver:
+            try:
+                return solver.solve(task)
+            except PermanentError as error:
+                raise _failure(error) from None
 
     def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads; a permanent failure raises ``dg.Failure``."""
-        try:
-            return self.solver().threads_info()
-        except PermanentError as error:
-            raise _failure(error) from None
+        with self._solver_for_call() as solver:
+            try:
+                return solver.threads_info()
+            except PermanentError as error:
+                raise _failure(error) from None
 
 
-def size_pool_to_plan(instance: dg.DagsterInstance, captchaai: CaptchaAIResource, *, pool: str = POOL,
-                      solves_per_step: int = 1, spare: int = 1) -> int:
-    """Sets ``pool``'s limit on ``instance`` to ``(threads - spare) // solves_per_step`` (at least
-    1), with ``threads`` the plan's thread count, and returns it. Keep ``spare`` threads for
-    manual runs and timed-out tasks still held on CaptchaAI's side."""
+def plan_pool_limit(captchaai: CaptchaAIResource, *, solves_per_step: int = 1, spare: int = 1) -> int:
+    """``(threads - spare) // solves_per_step`` (at least 1), with ``threads`` the plan's thread
+    count (one ``threadsinfo`` request): how many steps of ``solves_per_step`` solves each may
+    run at once. Keep ``spare`` threads for manual runs and timed-out tasks still held on
+    CaptchaAI's side."""
     if solves_per_step < 1 or spare < 0:
         raise ValueError("solves_per_step must be at least 1 and spare at least 0")
     threads = captchaai.threads_info().threads
-    limit = max(1, (threads - spare) // solves_per_step)
-    instance.event_log_storage.set_concurrency_slots(pool, limit)
+    return max(1, (threads - spare) // solves_per_step)
+
+
+def size_pool_to_plan(captchaai: CaptchaAIResource, *, pool: str = POOL, solves_per_step: int = 1, spare: int = 1,
+                      dagster_home: Union[str, Path, None] = None) -> int:
+    """Sets ``pool``'s limit to :func:`plan_pool_limit` and returns it, through Dagster's public
+    CLI: ``dagster instance concurrency set <pool> <limit>`` on the instance of ``dagster_home``
+    (default ``$DAGSTER_HOME``). Run it when you deploy or the plan changes (or run that command
+    yourself, or set the limit on the UI's Concurrency page). A refusal (no ``$DAGSTER_HOME``,
+    storage without pool support) raises :class:`ConfigurationError` with Dagster's message."""
+    limit = plan_pool_limit(captchaai, solves_per_step=solves_per_step, spare=spare)
+    env = dict(os.environ)
+    if dagster_home is not None:
+        env["DAGSTER_HOME"] = str(dagster_home)
+    if not env.get("DAGSTER_HOME"):
+        raise ConfigurationError("size_pool_to_plan needs the Dagster instance: set $DAGSTER_HOME or pass "
+                                 "dagster_home")
+    done = subprocess.run([sys.executable, "-m", "dagster", "instance", "concurrency", "set", pool, str(limit)],
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise ConfigurationError(f"`dagster instance concurrency set {pool} {limit}` failed: "
+                                 f"{lines[-1] if lines else f'exit status {done.returncode}'}")
     return limit
 
 
