@@ -201,6 +201,12 @@ def _transport_kind(error: BaseException) -> TransportErrorKind:
     return TransportErrorKind.BROKEN
 
 
+#: Requests one AsyncSolver hands to its httpx client at once (httpx's default pool size; the
+#: solver's own client keeps that many connections alive). The others wait in the solver, before
+#: their timeout starts: httpcore's pool rescans every queued request on each change, so
+#: thousands of solves queued there cost quadratic CPU and time out waiting for a connection.
+HTTP_CONNECTIONS = 100
+
 _SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, TimeoutError)
 
 
@@ -343,8 +349,12 @@ class AsyncSolver(_Base):
                  clock: Optional[Clock] = None) -> None:
         super().__init__(api_key, config, threads, clock)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient()
+        self._client = client if client is not None else httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=HTTP_CONNECTIONS, max_keepalive_connections=HTTP_CONNECTIONS))
         self._gate = asyncio.Semaphore(threads) if threads else None
+        # At most HTTP_CONNECTIONS requests are handed to the client at once; the rest wait here,
+        # before their timeout starts (see HTTP_CONNECTIONS).
+        self._http_gate = asyncio.Semaphore(HTTP_CONNECTIONS)
 
     async def aclose(self) -> None:
         """Closes the HTTP client if the solver made it."""
@@ -416,13 +426,14 @@ class AsyncSolver(_Base):
 
     async def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
         timeout = self.clock.seconds(request.timeout_ms)
-        try:
-            reply = await asyncio.wait_for(
-                self._client.post(request.url, content=request.body_bytes,
-                                  headers={"content-type": request.content_type}, timeout=timeout),
-                timeout)
-        except _SEND_ERRORS as error:
-            return _transport_kind(error)
+        async with self._http_gate:
+            try:
+                reply = await asyncio.wait_for(
+                    self._client.post(request.url, content=request.body_bytes,
+                                      headers={"content-type": request.content_type}, timeout=timeout),
+                    timeout)
+            except _SEND_ERRORS as error:
+                return _transport_kind(error)
         return Response.from_bytes(reply.status_code, reply.content)
 
 

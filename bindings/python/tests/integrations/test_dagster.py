@@ -16,7 +16,9 @@ from captchaai_engine import UnsolvableError  # noqa: E402
 from captchaai_engine.integrations.dagster import (  # noqa: E402
     POOL,
     CaptchaAIResource,
+    ConfigurationError,
     SolveStats,
+    plan_pool_limit,
     size_pool_to_plan,
     unsolvable_ratio_check,
 )
@@ -134,18 +136,50 @@ def test_a_transient_failure_uses_the_retry_policy(start_emulator, instance):
     assert "TransientError" in {error.cls_name, error.cause and error.cause.cls_name}, error
 
 
-def test_the_pool_is_sized_to_the_plan(captchaai_emulator, instance):
-    limit = size_pool_to_plan(instance, resource(captchaai_emulator), solves_per_step=2, spare=1)
+def test_the_pool_is_sized_to_the_plan_through_the_public_cli(captchaai_emulator, instance, tmp_path):
+    """size_pool_to_plan runs `dagster instance concurrency set` on the instance in dagster_home
+    (the fixture's instance lives in tmp_path); the reads below are the test's, not the module's."""
+    limit = size_pool_to_plan(resource(captchaai_emulator), dagster_home=tmp_path, solves_per_step=2, spare=1)
     assert limit == (THREADS - 1) // 2
     assert instance.event_log_storage.get_concurrency_info(POOL).slot_count == limit
+    assert captchaai_emulator.actions().count("threadsinfo") == 1
     # A materialization in the pool claims and frees a slot of it.
     assert materialize(captchaai_emulator, instance).success
     info = instance.event_log_storage.get_concurrency_info(POOL)
     assert info.slot_count == limit and info.active_slot_count == 0
 
 
+def test_sizing_the_pool_needs_an_instance(captchaai_emulator, monkeypatch):
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    with pytest.raises(ConfigurationError, match="DAGSTER_HOME"):
+        size_pool_to_plan(resource(captchaai_emulator))
+    assert plan_pool_limit(resource(captchaai_emulator), spare=0) == THREADS
+    with pytest.raises(ValueError):
+        plan_pool_limit(resource(captchaai_emulator), solves_per_step=0)
+
+
+solvers_seen: list = []
+
+
+@dg.asset
+def solver_lifecycle(captchaai: CaptchaAIResource) -> None:
+    solver = captchaai.solver()
+    solvers_seen.append(solver)
+    assert not solver._client.is_closed, "setup_for_execution built an open solver"
+    captchaai.solve(recaptcha_task())
+
+
+def test_the_solver_lives_from_setup_to_teardown(captchaai_emulator, instance):
+    solvers_seen.clear()
+    captchaai = resource(captchaai_emulator)
+    with pytest.raises(dg.DagsterInvariantViolationError):
+        captchaai.solver()  # outside an execution there is none
+    assert captchaai.threads_info().threads == THREADS  # a solver for the call only
+    assert dg.materialize([solver_lifecycle], resources={"captchaai": captchaai}, instance=instance).success
+    [solver] = solvers_seen
+    assert solver._client.is_closed, "teardown_after_execution closed the solver"
+
+
 def test_the_key_never_shows_in_the_resource_repr(captchaai_emulator):
     captchaai = resource(captchaai_emulator)
     assert KEY not in repr(captchaai) and KEY not in str(captchaai)
-    with pytest.raises(ValueError):
-        size_pool_to_plan(None, captchaai, solves_per_step=0)
