@@ -200,6 +200,18 @@ def test_plan_threads_sizes_the_pool_and_refuses_an_unknown_key(captchaai_emulat
     assert UNKNOWN_KEY not in str(refused.value)
 
 
+def test_plan_threads_reads_a_connection_stored_in_the_database(captchaai_emulator):
+    """Outside a task (a shell sizing the pool) the Task SDK does not read the metadata database;
+    plan_threads still finds a connection stored there (``airflow connections add``)."""
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.add(Connection(conn_id="captchaai_in_db", conn_type="generic", password=KEY, extra=json.dumps({
+            "config": {"base_url": captchaai_emulator.base_url}, "time_scale": captchaai_emulator.time_scale})))
+    assert plan_threads("captchaai_in_db") == THREADS
+
+
 async def test_a_restarted_trigger_resumes_the_same_captchaai_task(captchaai_emulator, connection):
     """execute() submits and defers; the trigger it defers to, run twice from its serialized
     kwargs (a triggerer restart), polls the one submitted task and never submits again."""

@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any, AsyncIterator, Dict, Mapping, Optional, Tuple, Union
 
 from airflow.sdk import BaseHook, BaseOperator, conf
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ..errors import CaptchaAIError, PermanentError
@@ -54,10 +54,26 @@ def connection_settings(conn: Any) -> Tuple[str, Config, Clock]:
     return conn.password or "", config, clock
 
 
+def _connection_anywhere(conn_id: str) -> Any:
+    """The connection ``conn_id`` in a task or outside one (a shell, a deploy script). Outside a
+    task the Task SDK reads only environment variables and secrets backends, so a connection
+    stored in the metadata database (``airflow connections add``) is then read with Airflow
+    core's lookup, which includes the database."""
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        try:
+            from airflow.models.connection import Connection
+        except ImportError:  # only the Task SDK installed: nothing more to look in
+            raise
+        return Connection.get_connection_from_secrets(conn_id)
+
+
 def plan_threads(conn_id: str = DEFAULT_CONN_ID) -> int:
     """The plan's thread count (one ``threadsinfo`` request): the size for the pool that the
-    operator's tasks run in (``airflow pools set captchaai N ... --include-deferred``)."""
-    key, config, clock = connection_settings(BaseHook.get_connection(conn_id))
+    operator's tasks run in (``airflow pools set captchaai N ... --include-deferred``). Works
+    outside a task too, with the connection in the metadata database."""
+    key, config, clock = connection_settings(_connection_anywhere(conn_id))
     with Solver(key, config, clock=clock) as solver:
         return _airflow_error(solver.threads_info).threads
 
