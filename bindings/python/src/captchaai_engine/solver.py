@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 import httpx
 
+from ._http import PooledTransport
 from .engine import Engine, Failed, Output, Send, SolveHandle, Solved
 from .errors import EngineMisuse, EngineTrap, Failure
 from .tasks import TaskLike
@@ -202,9 +203,10 @@ def _transport_kind(error: BaseException) -> TransportErrorKind:
 
 
 #: Requests one AsyncSolver hands to its httpx client at once (httpx's default pool size; the
-#: solver's own client keeps that many connections alive). The others wait in the solver, before
-#: their timeout starts: httpcore's pool rescans every queued request on each change, so
-#: thousands of solves queued there cost quadratic CPU and time out waiting for a connection.
+#: solver's own client, on _http.PooledTransport, keeps up to that many connections alive). The
+#: others wait in the solver, before their timeout starts: httpcore's pool rescans every queued
+#: request on each change, so thousands of solves queued there cost quadratic CPU and time out
+#: waiting for a connection.
 HTTP_CONNECTIONS = 100
 
 _SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, TimeoutError)
@@ -350,7 +352,7 @@ class AsyncSolver(_Base):
         super().__init__(api_key, config, threads, clock)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=HTTP_CONNECTIONS, max_keepalive_connections=HTTP_CONNECTIONS))
+            transport=PooledTransport(max_idle=HTTP_CONNECTIONS))
         self._gate = asyncio.Semaphore(threads) if threads else None
         # At most HTTP_CONNECTIONS requests are handed to the client at once; the rest wait here,
         # before their timeout starts (see HTTP_CONNECTIONS).
