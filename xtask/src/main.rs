@@ -14,6 +14,10 @@
 //!
 //! `cargo xtask ts-types` (ts_types.rs): writes the JavaScript package's task types
 //! (`bindings/js/src/tasks.d.ts`) from the same listing (`--check`: fails if they are stale).
+//!
+//! `cargo xtask dist [python|npm|edge|cli ...]` (dist.rs): builds the artifacts users install
+//! into `dist/`: the Python wheel and sdist, the npm tarball, the edge bundle (`dist/edge/`,
+//! served by `spin up` from that folder) and the `captchaai` CLI binary (default: all of them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +26,7 @@ use std::{env, fs};
 use anyhow::{Context, Result, bail};
 use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
+mod dist;
 mod edge;
 mod openapi;
 mod python_types;
@@ -36,12 +41,14 @@ fn main() -> Result<()> {
         Some("component") => component(),
         // The edge app composed with the engine component that `component` wrote (see edge.rs).
         Some("edge") => edge::edge(),
+        // Every artifact users install, built into dist/ (see dist.rs).
+        Some("dist") => dist::dist(&env::args().skip(2).collect::<Vec<_>>()),
         Some("openapi") => openapi::openapi(),
         Some("python-types") => python_types::python_types(),
         Some("ts-types") => ts_types::ts_types(),
         _ => {
             bail!(
-                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check]"
+                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check] | cargo xtask dist [python|npm|edge|cli ...]"
             )
         }
     }
@@ -98,8 +105,10 @@ fn component() -> Result<()> {
     let wit = printer.output.to_string();
 
     let out = out_dir.join("captchaai_engine.wasm");
-    fs::write(&out, &component)?;
-    fs::write(out_dir.join("captchaai_engine.wit"), &wit)?;
+    // Unchanged bytes keep their mtime: `captchaai`'s build.rs embeds this file, and a rewrite
+    // alone would make cargo rebuild that crate (about 1.5 min in release on 2 cores).
+    write_if_changed(&out, &component)?;
+    write_if_changed(&out_dir.join("captchaai_engine.wit"), wit.as_bytes())?;
 
     println!("{}", world_summary(&wit));
     let imports: Vec<String> = world.imports.keys().map(|k| resolve.name_world_key(k)).collect();
@@ -124,6 +133,14 @@ fn component() -> Result<()> {
         bail!("the component is {:.1} KiB, over the {} KiB budget", kib(component.len()), SIZE_BUDGET / 1024);
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path` unless it already holds exactly them (then its mtime is kept).
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Features rustc 1.95 emits for wasm32-unknown-unknown (plus `simd128`, enabled above);
