@@ -44,6 +44,8 @@ echo "== bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
 echo "== integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
 bash bindings/python/integrations.sh
+echo "== dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
+bash scripts/test-dist.sh
 
 echo "== docs: every quick start in README.md and docs/ runs (against the emulator)"
 bash scripts/check-docs.sh

@@ -3,16 +3,17 @@
 # emulator: bindings/python/integrations.sh [airflow|dagster|prefect|mage ...] (default: all four).
 #
 # Each framework gets its own venv under target/ (venv-airflow, venv-dagster, venv-prefect,
-# venv-mage): their pins conflict. The package is installed with its extra
-# (`./bindings/python[prefect]`, ...) next to the exact versions pinned below, which must fall in
-# the extra's range (tests/test_packaging.py checks). A venv is reused while its requirements (the
-# pins below and bindings/python/pyproject.toml) are unchanged; the package itself is reinstalled
+# venv-mage): their pins conflict. The package is installed as users get it: the built wheel with
+# its extra (`dist/captchaai_engine-*.whl[prefect]`, ...; `cargo xtask dist python` builds the
+# wheel first, every run, so it is never stale) next to the exact versions pinned below, which
+# must fall in the extra's range (tests/test_packaging.py checks). A venv is reused while its
+# requirements (the pins below and bindings/python/pyproject.toml, which holds the extras'
+# dependencies) are unchanged; the wheel itself is reinstalled (--no-deps --force-reinstall)
 # every run. Each framework runs tests/integrations/test_<framework>*.py: the integration's own
 # tests and the README's example (examples/) run as a user runs it.
-# Frameworks come from PyPI as wheels only (--only-binary :all:). Needs the engine component
-# (target/component/captchaai_engine.wasm) and the emulator ($CAPTCHAAI_EMULATOR, else
-# target/release/captchaai-emulator); either is built here if missing. $PYTHON picks the
-# interpreter (default python3, 3.10 or newer). Prints each step and its duration.
+# Frameworks come from PyPI as wheels only (--only-binary :all:). Needs the emulator
+# ($CAPTCHAAI_EMULATOR, else target/release/captchaai-emulator), built here if missing. $PYTHON
+# picks the interpreter (default python3, 3.10 or newer). Prints each step and its duration.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,10 +43,12 @@ for fw in "${frameworks[@]}"; do requirements "$fw" >/dev/null; done
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
   || { say "$PYTHON is $("$PYTHON" --version 2>&1); 3.10 or newer is needed"; exit 2; }
 
-if [ ! -f target/component/captchaai_engine.wasm ]; then
-  say "building the engine component (cargo xtask component)"
-  cargo xtask component
-fi
+say "building the wheel (cargo xtask dist python: the engine component, then the wheel and sdist)"
+cargo xtask dist python
+wheels=(dist/captchaai_engine-*.whl)
+[ ${#wheels[@]} -eq 1 ] && [ -f "${wheels[0]}" ] || { say "expected one wheel in dist/, found: ${wheels[*]}"; exit 1; }
+wheel="$ROOT/${wheels[0]}"
+say "wheel: ${wheels[0]}"
 if [ -z "${CAPTCHAAI_EMULATOR:-}" ] && [ ! -x target/release/captchaai-emulator ]; then
   say "building the emulator (cargo build --release -p captchaai-emulator)"
   cargo build --release -p captchaai-emulator -j 2
@@ -59,16 +62,15 @@ for fw in "${frameworks[@]}"; do
   stamp="$(printf '%s\n%s\n%s\n' "$("$PYTHON" --version 2>&1)" "$reqs" "$(cat bindings/python/pyproject.toml)" | sha256sum | cut -c1-16)"
   start=$(date +%s)
   if [ -f "$venv/.requirements-stamp" ] && [ "$(cat "$venv/.requirements-stamp")" = "$stamp" ]; then
-    say "$fw: reusing $venv; reinstalling ./bindings/python"
-    # shellcheck disable=SC2086
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall ./bindings/python
+    say "$fw: reusing $venv; reinstalling the wheel"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel"
   else
-    say "$fw: creating $venv and installing $reqs ./bindings/python (about 1-4 minutes)"
+    say "$fw: creating $venv and installing $reqs and the wheel with [$fw] (about 1-4 minutes)"
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv"
     # shellcheck disable=SC2086
     "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar off --only-binary :all: \
-      $reqs "./bindings/python[$fw]"
+      $reqs "$wheel[$fw]"
     echo "$stamp" > "$venv/.requirements-stamp"
   fi
   install_s=$(seconds_since "$start")
