@@ -44,19 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Waits up to $2 seconds for $1 to answer 200.
-wait_http() {
-  local url=$1 limit=$2 i
-  for ((i = 0; i < limit * 10; i++)); do
-    if curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
+# free_port, wait_http
+source "$ROOT/scripts/net.sh"
 
 stats() { curl -fsS --max-time 5 "$EMULATOR/_emulator/stats"; }
 stat_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
