@@ -8,7 +8,9 @@
 #                  solve under Node through `import` and through `require`;
 #   the edge       dist/edge/ copied out and served by real Spin from that folder (`spin up`, the
 #                  key, client token and emulator URL as SPIN_VARIABLE_*), POST /v1/solve answered;
-#   the CLI        dist/captchaai copied out, `captchaai threads` and `captchaai solve`.
+#   the CLI        dist/captchaai copied out, `captchaai threads` and `captchaai solve`; built
+#                  with the dev profile unless DIST_CLI_PROFILE=release (the same source; the
+#                  release build of wasmtime would add about 8 minutes to CI on 2 cores).
 #
 # The wheel with each extra is tested by bindings/python/integrations.sh (it installs this wheel).
 # Spin is $SPIN_BIN, else ../shared/tools/spin/spin beside the repository: where it is missing
@@ -60,7 +62,7 @@ check() {
 # 1. The artifacts.
 say "cargo xtask dist"
 t0=$SECONDS
-cargo xtask dist
+cargo xtask dist --cli-profile "${DIST_CLI_PROFILE:-dev}"
 say "dist built in $((SECONDS - t0))s"
 wheel=$(ls "$ROOT"/dist/captchaai_engine-*.whl)
 sdist=$(ls "$ROOT"/dist/captchaai_engine-*.tar.gz)

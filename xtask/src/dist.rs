@@ -10,6 +10,9 @@
 //!   and a `spin.toml` derived from the repository's (see [`bundle_manifest`]) whose `source`
 //!   is that file beside it, so `spin up` runs it from the folder;
 //! - `cli`: the `captchaai` binary (`cargo build --release -p captchaai`): `dist/captchaai`.
+//!   `--cli-profile dev` takes the dev build instead (`target/debug/captchaai`, which the
+//!   workspace's tests build anyway): the same source, for checks that cannot spend the release
+//!   build of wasmtime (about 8 minutes on 2 cores).
 //!
 //! Default: all four. Each step reuses what is built (cargo and the venv are incremental; the
 //! component keeps its mtime when unchanged, so the CLI is not rebuilt for nothing). Old
@@ -34,7 +37,17 @@ const ARTIFACTS: &[&str] = &["python", "npm", "edge", "cli"];
 
 pub fn dist(args: &[String]) -> Result<()> {
     let mut selected: Vec<&str> = Vec::new();
-    for arg in args {
+    let mut cli_profile = CliProfile::Release;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--cli-profile" {
+            cli_profile = match args.next().map(String::as_str) {
+                Some("release") => CliProfile::Release,
+                Some("dev") => CliProfile::Dev,
+                other => bail!("cargo xtask dist: --cli-profile takes release or dev, not {other:?}"),
+            };
+            continue;
+        }
         let Some(name) = ARTIFACTS.iter().find(|a| **a == arg) else {
             bail!("cargo xtask dist: unknown artifact {arg:?} (choose from {})", ARTIFACTS.join(", "));
         };
@@ -73,8 +86,8 @@ pub fn dist(args: &[String]) -> Result<()> {
                 built.extend(edge_bundle(&root, &target, &out)?);
             }
             "cli" => {
-                progress.say("captchaai CLI (cargo build --release -p captchaai)");
-                built.push(cli(&root, &target, &out)?);
+                progress.say(&format!("captchaai CLI ({})", cli_profile.command()));
+                built.push(cli(&root, &target, &out, cli_profile)?);
             }
             _ => unreachable!("checked above"),
         }
@@ -246,10 +259,37 @@ fn bundle_manifest(manifest: &str) -> Result<String> {
     Ok(text)
 }
 
-fn cli(root: &Path, target: &Path, out: &Path) -> Result<PathBuf> {
+/// Which cargo profile `dist/captchaai` is built with.
+#[derive(Clone, Copy)]
+enum CliProfile {
+    Release,
+    Dev,
+}
+
+impl CliProfile {
+    fn command(self) -> &'static str {
+        match self {
+            CliProfile::Release => "cargo build --release -p captchaai",
+            CliProfile::Dev => "cargo build -p captchaai",
+        }
+    }
+
+    /// The folder under the target directory cargo writes this profile's binaries to.
+    fn dir(self) -> &'static str {
+        match self {
+            CliProfile::Release => "release",
+            CliProfile::Dev => "debug",
+        }
+    }
+}
+
+fn cli(root: &Path, target: &Path, out: &Path, profile: CliProfile) -> Result<PathBuf> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
-    build.current_dir(root).args(["build", "--quiet", "--release", "-p", "captchaai", "--bin", "captchaai"]);
+    build.current_dir(root).args(["build", "--quiet", "-p", "captchaai", "--bin", "captchaai"]);
+    if let CliProfile::Release = profile {
+        build.arg("--release");
+    }
     // Without the variables `cargo run` set for xtask itself: ring's build script reruns when
     // CARGO_MANIFEST_DIR changes, so inheriting xtask's would rebuild ring, rustls and the CLI
     // (minutes) every time the CLI is built alternately from here and from a shell.
@@ -268,10 +308,11 @@ fn cli(root: &Path, target: &Path, out: &Path) -> Result<PathBuf> {
             build.env_remove(name.as_ref());
         }
     }
-    run(&mut build, "cargo build --release -p captchaai")?;
+    run(&mut build, profile.command())?;
     let binary = out.join("captchaai");
     // Copied, not linked: a later build must not change what dist/ holds.
-    fs::copy(target.join("release/captchaai"), &binary).context("copying target/release/captchaai")?;
+    let built = target.join(profile.dir()).join("captchaai");
+    fs::copy(&built, &binary).with_context(|| format!("copying {}", built.display()))?;
     Ok(binary)
 }
 

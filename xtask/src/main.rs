@@ -15,9 +15,10 @@
 //! `cargo xtask ts-types` (ts_types.rs): writes the JavaScript package's task types
 //! (`bindings/js/src/tasks.d.ts`) from the same listing (`--check`: fails if they are stale).
 //!
-//! `cargo xtask dist [python|npm|edge|cli ...]` (dist.rs): builds the artifacts users install
-//! into `dist/`: the Python wheel and sdist, the npm tarball, the edge bundle (`dist/edge/`,
-//! served by `spin up` from that folder) and the `captchaai` CLI binary (default: all of them).
+//! `cargo xtask dist [python|npm|edge|cli ...] [--cli-profile release|dev]` (dist.rs): builds
+//! the artifacts users install into `dist/`: the Python wheel and sdist, the npm tarball, the
+//! edge bundle (`dist/edge/`, served by `spin up` from that folder) and the `captchaai` CLI
+//! binary (default: all of them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,7 +49,7 @@ fn main() -> Result<()> {
         Some("ts-types") => ts_types::ts_types(),
         _ => {
             bail!(
-                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check] | cargo xtask dist [python|npm|edge|cli ...]"
+                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check] | cargo xtask dist [python|npm|edge|cli ...] [--cli-profile release|dev]"
             )
         }
     }
