@@ -270,7 +270,17 @@ impl CliProfile {
     fn command(self) -> &'static str {
         match self {
             CliProfile::Release => "cargo build --release -p captchaai",
-            CliProfile::Dev => "cargo build -p captchaai",
+            CliProfile::Dev => "cargo build --workspace --bins --examples",
+        }
+    }
+
+    /// Dev builds the workspace as the tests and the docs check do: with the same features
+    /// unified, the binary is the one they built (`-p captchaai` alone would unify fewer features
+    /// and build wasmtime again).
+    fn build_args(self) -> &'static [&'static str] {
+        match self {
+            CliProfile::Release => &["--release", "-p", "captchaai", "--bin", "captchaai"],
+            CliProfile::Dev => &["--workspace", "--bins", "--examples"],
         }
     }
 
@@ -286,10 +296,7 @@ impl CliProfile {
 fn cli(root: &Path, target: &Path, out: &Path, profile: CliProfile) -> Result<PathBuf> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
-    build.current_dir(root).args(["build", "--quiet", "-p", "captchaai", "--bin", "captchaai"]);
-    if let CliProfile::Release = profile {
-        build.arg("--release");
-    }
+    build.current_dir(root).arg("build").arg("--quiet").args(profile.build_args());
     // Without the variables `cargo run` set for xtask itself: ring's build script reruns when
     // CARGO_MANIFEST_DIR changes, so inheriting xtask's would rebuild ring, rustls and the CLI
     // (minutes) every time the CLI is built alternately from here and from a shell.
