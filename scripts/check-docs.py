@@ -16,7 +16,8 @@ How: the emulator (``$CAPTCHAAI_EMULATOR``, else target/release/captchaai-emulat
 with ``--time-scale 10``; every block sees ``CAPTCHAAI_KEY`` (its account, 20 threads) and
 ``CAPTCHAAI_BASE_URL``. The ports 3000 and 8099 in a block are replaced with free ones. A block
 that talks to ``127.0.0.1:3000`` (the edge) gets ``scripts/run.sh`` started first, on a free
-port, with its own emulator and its state in a temporary SQLite file. First the check runs
+port, with its own emulator and its state in a temporary SQLite file, under real Spin where the
+tests find one (``$SPIN_BIN``, else ../shared/tools/spin/spin). First the check runs
 ``cargo build --workspace --examples --bins`` (the dev profile: what ``cargo test --workspace``
 built, so it is cheap after that); rust blocks run their example from ``target/debug/examples``.
 Shell blocks run from the repository root with ``target/venv-docs/bin`` and ``target/debug``
@@ -197,6 +198,12 @@ class Check:
         for name in ("CAPTCHAAI_KEY", "CAPTCHAAI_BASE_URL"):
             env.pop(name, None)  # run.sh's default: its own emulator
         env.update(PORT=self.ports["3000"], EMULATOR_PORT=str(free_port()), EDGE_RUNTIME_CONFIG=str(config))
+        # Real Spin where the tests find it ($SPIN_BIN, else ../shared/tools/spin/spin): run.sh
+        # then serves under it, as on a machine with Spin installed, and skips the release build
+        # of the bundled host (about 8 minutes on 2 cores).
+        shared_spin = ROOT.parent / "shared" / "tools" / "spin" / "spin"
+        if "SPIN_BIN" not in env and shared_spin.is_file():
+            env["SPIN_BIN"] = str(shared_spin)
         log_path = self.scratch / "run.sh.log"
         print(f"docs check: starting scripts/run.sh on 127.0.0.1:{self.ports['3000']} (log: {log_path})", flush=True)
         log = open(log_path, "w")
