@@ -149,7 +149,13 @@ if [[ ${CONTRACT_SERVE:-0} == 1 ]]; then
   SERVE_PORT=$(free_port)
   profile=${CONTRACT_SERVE_PROFILE:-dev}
   say "building captchaai-serve (cargo profile $profile)"
-  cargo build --profile "$profile" --quiet -p captchaai-serve
+  if [[ $profile == dev ]]; then
+    # The workspace's dev build, as the tests and the docs check make it: with the same features
+    # unified, nothing is built again (`-p captchaai-serve` alone would rebuild wasmtime).
+    cargo build --quiet --workspace --bins --examples
+  else
+    cargo build --profile "$profile" --quiet -p captchaai-serve
+  fi
   [[ $profile == dev ]] && serve_bin=target/debug/captchaai-serve || serve_bin=target/$profile/captchaai-serve
   SPIN_VARIABLE_CAPTCHAAI_KEY=$KEY SPIN_VARIABLE_CLIENT_TOKENS=$TOKEN SPIN_VARIABLE_API_BASE=$EMULATOR \
     "$serve_bin" --manifest spin.toml --listen "127.0.0.1:$SERVE_PORT" --state-dir "$WORK/serve-state" \
