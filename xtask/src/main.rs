@@ -29,6 +29,7 @@ use wit_component::{ComponentEncoder, DecodedWasm, WitPrinter};
 
 mod dist;
 mod edge;
+mod generated;
 mod openapi;
 mod python_types;
 mod schema;

@@ -18,10 +18,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::{env, fs};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use captchaai_engine::{AnswerShape, FieldKind, ImageLimits, TaskField, TaskType, task_types};
 
 /// Where the generated module goes, from the workspace root.
@@ -38,25 +36,7 @@ const SPELLING: &[(&str, &str)] = &[("geetest", "GeeTest"), ("captchafox", "Capt
 const ALIASES: &[(&str, &str)] = &[("GeeTestTask", "geetest_v3")];
 
 pub fn python_types() -> Result<()> {
-    let path = output_path()?;
-    let generated = render();
-    let committed = fs::read_to_string(&path).unwrap_or_default();
-    match env::args().nth(2).as_deref() {
-        None if generated == committed => println!("{}: up to date", path.display()),
-        None => {
-            fs::write(&path, &generated).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}: task dataclasses written", path.display());
-        }
-        Some("--check") if generated == committed => println!("{}: up to date", path.display()),
-        Some("--check") => bail!("{} is stale: run `cargo xtask python-types`", path.display()),
-        Some(other) => bail!("unknown option {other}; usage: cargo xtask python-types [--check]"),
-    }
-    Ok(())
-}
-
-fn output_path() -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
-    Ok(root.join(OUTPUT))
+    crate::generated::write_or_check(OUTPUT, &render(), "python-types", "task dataclasses")
 }
 
 /// The class name of a type: its words capitalised (see [`SPELLING`]), then `Task`.
@@ -418,8 +398,8 @@ mod tests {
 
     #[test]
     fn the_committed_module_is_current() {
-        let path = output_path().unwrap();
-        let committed = fs::read_to_string(&path).unwrap();
+        let path = crate::generated::path(OUTPUT).unwrap();
+        let committed = std::fs::read_to_string(&path).unwrap();
         assert!(committed == render(), "{} is stale: run `cargo xtask python-types`", path.display());
     }
 

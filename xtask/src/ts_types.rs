@@ -14,9 +14,6 @@
 //! text, `0`/`1` for flags, decimal text for numbers, any letter case for choices, `null` for a
 //! field left out) and validates every task itself; the types steer to one spelling.
 
-use std::path::{Path, PathBuf};
-use std::{env, fs};
-
 use anyhow::{Context, Result, bail};
 use captchaai_engine::{AnswerShape, FieldKind, ImageLimits, TaskField, TaskType, task_types};
 
@@ -59,25 +56,7 @@ const GROUPS: &[Group] = &[
 const ALIASES: &[(&str, &str)] = &[("ProxyType", "proxytype")];
 
 pub fn ts_types() -> Result<()> {
-    let path = output_path()?;
-    let generated = render()?;
-    let committed = fs::read_to_string(&path).unwrap_or_default();
-    match env::args().nth(2).as_deref() {
-        None if generated == committed => println!("{}: up to date", path.display()),
-        None => {
-            fs::write(&path, &generated).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}: task types written", path.display());
-        }
-        Some("--check") if generated == committed => println!("{}: up to date", path.display()),
-        Some("--check") => bail!("{} is stale: run `cargo xtask ts-types`", path.display()),
-        Some(other) => bail!("unknown option {other}; usage: cargo xtask ts-types [--check]"),
-    }
-    Ok(())
-}
-
-fn output_path() -> Result<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
-    Ok(root.join(OUTPUT))
+    crate::generated::write_or_check(OUTPUT, &render()?, "ts-types", "task types")
 }
 
 /// The whole `tasks.d.ts`.
@@ -447,8 +426,8 @@ mod tests {
     /// The committed bindings/js/src/tasks.d.ts is exactly what `cargo xtask ts-types` writes.
     #[test]
     fn committed_types_are_generated() {
-        let path = output_path().unwrap();
-        let committed = fs::read_to_string(&path).unwrap_or_default();
+        let path = crate::generated::path(OUTPUT).unwrap();
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
         let generated = render().unwrap();
         assert!(generated == committed, "{} is stale: run `cargo xtask ts-types`", path.display());
     }
