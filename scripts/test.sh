@@ -7,6 +7,18 @@
 # official SDK against the emulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# stage TITLE: prints the stage's heading with the minutes elapsed; on exit, every stage's duration.
+started=$(date +%s); stages=(); stage_start=$started
+stage() {
+  local now; now=$(date +%s)
+  [ ${#stages[@]} -eq 0 ] || stages[-1]="$(printf '%5ss  %s' $((now - stage_start)) "${stages[-1]}")"
+  stage_start=$now
+  [ $# -eq 0 ] || { stages+=("${1%%:*}"); printf '== [%dm%02ds] %s\n' $(((now - started) / 60)) $(((now - started) % 60)) "$1"; }
+}
+report() { local rc=$?; stage; echo "== stage times (exit $rc, $(( ($(date +%s) - started) / 60 )) min total):"; printf '  %s\n' "${stages[@]}"; }
+trap report EXIT
+
+stage "setup: wasm targets, binaryen, redis-server, nginx, sqlite3 (installed when missing)"
 source scripts/setup.sh
 
 # redis-server for the key-value tests on Redis (the edge under real Spin, the serve host).
@@ -22,10 +34,10 @@ if ! { command -v nginx && command -v sqlite3; } >/dev/null 2>&1 && command -v a
     || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx sqlite3 >/dev/null; }
 fi
 
-echo "== build: engine component (imports, size), edge app, hello component"
+stage "build: engine component (imports, size), edge app, hello component"
 build_all
 
-echo "== format, lint, import circles"
+stage "format, lint, import circles"
 cargo fmt --all --check
 cargo fmt --manifest-path edge/Cargo.toml --check
 cargo fmt --manifest-path host-tests/edge-hello/Cargo.toml --check
@@ -34,25 +46,25 @@ cargo clippy --manifest-path edge/Cargo.toml --target wasm32-wasip2 --quiet -- -
 python3 scripts/check-imports.py
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet   # no broken doc links
 
-echo "== tests (with the ignored ones: real Spin and Redis, which this script provides)"
+stage "tests (with the ignored ones: real Spin and Redis, which this script provides)"
 cargo test --workspace --quiet -- --include-ignored
 
-echo "== bindings: the same engine .wasm from Python (wasmtime-py)"
+stage "bindings: the same engine .wasm from Python (wasmtime-py)"
 cargo build --release --quiet -p captchaai-emulator
 bash bindings/python/test.sh -q
-echo "== bindings: the same engine .wasm from JavaScript (jco)"
+stage "bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
-echo "== integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
+stage "integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
 bash bindings/python/integrations.sh
-echo "== dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
+stage "dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
 bash scripts/test-dist.sh
 
-echo "== docs: every quick start in README.md and docs/ runs (against the emulator)"
+stage "docs: every quick start in README.md and docs/ runs (against the emulator)"
 bash scripts/check-docs.sh
 
-echo "== contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves"
+stage "contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves"
 CONTRACT_SERVE=1 CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contract/run.sh
 
-echo "== conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
+stage "conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
 bash tests/conformance/run.sh
 

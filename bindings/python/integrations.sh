@@ -11,7 +11,8 @@
 # dependencies) are unchanged; the wheel itself is reinstalled (--no-deps --force-reinstall)
 # every run. Each framework runs tests/integrations/test_<framework>*.py: the integration's own
 # tests and the README's example (examples/) run as a user runs it.
-# Frameworks come from PyPI as wheels only (--only-binary :all:). Needs the emulator
+# Frameworks come from PyPI as wheels only (--only-binary :all:), installed with uv
+# (scripts/uv.sh: same versions as pip resolves, the Mage venv in 16 s instead of 206 s). Needs the emulator
 # ($CAPTCHAAI_EMULATOR, else target/release/captchaai-emulator), built here if missing. $PYTHON
 # picks the interpreter (default python3, 3.10 or newer). Prints each step and its duration.
 set -euo pipefail
@@ -43,6 +44,7 @@ for fw in "${frameworks[@]}"; do requirements "$fw" >/dev/null; done
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
   || { say "$PYTHON is $("$PYTHON" --version 2>&1); 3.10 or newer is needed"; exit 2; }
 
+UV="$(bash scripts/uv.sh)"
 say "building the wheel (cargo xtask dist python: the engine component, then the wheel and sdist)"
 cargo xtask dist python
 wheels=(dist/captchaai_engine-*.whl)
@@ -63,14 +65,13 @@ for fw in "${frameworks[@]}"; do
   start=$(date +%s)
   if [ -f "$venv/.requirements-stamp" ] && [ "$(cat "$venv/.requirements-stamp")" = "$stamp" ]; then
     say "$fw: reusing $venv; reinstalling the wheel"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel"
+    "$UV" pip install -q --python "$venv/bin/python" --no-deps --reinstall "$wheel"
   else
-    say "$fw: creating $venv and installing $reqs and the wheel with [$fw] (about 1-4 minutes)"
+    say "$fw: creating $venv and installing $reqs and the wheel with [$fw] (under a minute)"
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv"
     # shellcheck disable=SC2086
-    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar off --only-binary :all: \
-      $reqs "$wheel[$fw]"
+    "$UV" pip install -q --python "$venv/bin/python" --only-binary :all: $reqs "$wheel[$fw]"
     echo "$stamp" > "$venv/.requirements-stamp"
   fi
   install_s=$(seconds_since "$start")

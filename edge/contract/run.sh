@@ -65,7 +65,7 @@ if [[ ! -x $VENV/bin/schemathesis ]] || [[ $("$VENV/bin/schemathesis" --version 
   || ! "$VENV/bin/python" -c 'import jsonschema' 2>/dev/null; then
   say "creating $VENV (schemathesis==$SCHEMATHESIS_VERSION, jsonschema for the property test)"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" "jsonschema==4.26.0"
+  "$(bash "$ROOT/scripts/uv.sh")" pip install --quiet --python "$VENV/bin/python" "schemathesis==$SCHEMATHESIS_VERSION" "jsonschema==4.26.0"
 fi
 say "building: engine component, edge app, emulator (cargo, incremental)"
 cargo xtask component >/dev/null

@@ -9,5 +9,5 @@ cd "$(dirname "$0")/../.."
 cargo build --release --quiet -p captchaai-emulator
 venv=target/conformance-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check captchaai==1.0.1
+"$(bash scripts/uv.sh)" pip install --quiet --python "$venv/bin/python" captchaai==1.0.1
 exec "$venv/bin/python" tests/conformance/sdk_conformance.py --emulator target/release/captchaai-emulator
