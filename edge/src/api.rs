@@ -7,7 +7,7 @@
 //! | 401 | missing or wrong bearer token | permanent |
 //! | 404 | unknown route or solve id | permanent |
 //! | 405 | wrong method for the route | permanent |
-//! | 409 | a POST whose `Idempotency-Key` another request is still creating a solve for | transient |
+//! | 409 | a POST whose `Idempotency-Key`'s solve could not be created in [`MAX_KEYED_STEPS`] attempts (the store is failing) | transient |
 //! | 413 | body over 2 MiB | permanent |
 //! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up), or an `Idempotency-Key` used before with another body | permanent / unsolvable |
 //! | 503 | an engine failure of class `transient`, or the key-value store unreachable; `Retry-After` | transient |
@@ -28,7 +28,7 @@ use crate::clock::now_ms;
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
 use crate::ids::{self, new_id};
 use crate::kv::{Kv, StoreError};
-use crate::lifecycle::{self, Advanced, Found, Held, Outcome, StoredResult};
+use crate::lifecycle::{self, Advanced, Found, Held, Joined, Keyed, Outcome, StoredResult};
 use crate::request::{self, Route};
 use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
 use crate::{budget, metrics, plan};
@@ -43,6 +43,10 @@ const SOLVE_ID: &str = "solve-id";
 
 /// The `Idempotency-Key` request header (IETF httpapi draft).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// Claims a POST with an `Idempotency-Key` tries before answering 409: each failed creation
+/// (or a solve that ended meanwhile) moves it on once.
+const MAX_KEYED_STEPS: usize = 8;
 
 /// An error response.
 struct Reject {
@@ -343,20 +347,29 @@ async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wai
         let held = lifecycle::create(kv, settings, &id, &solve, None, wait_until).map_err(|e| internal(&id, e))?;
         return drive(kv, settings, &id, held, Some(solve), wait_until).await;
     };
-    let id = ids::keyed_id(token, &key);
+    // The first attempt's id, then the next attempt's whenever a claimer stopped before
+    // creating its solve (`lifecycle`, keyed solves); back to the first once the solve is gone.
+    let first = ids::keyed_id(token, &key);
     let fingerprint = ids::fingerprint(&body);
-    // Twice at most: a solve that expired or was deleted since the claim was lost is gone, its
-    // claim with it, so the key starts a new one.
-    for _ in 0..2 {
+    let mut chain: Option<lifecycle::Chain> = None;
+    for _ in 0..MAX_KEYED_STEPS {
+        let id = chain.as_ref().map_or_else(|| first.clone(), |c| ids::nth_attempt(&c.first, c.before));
+        let claimed_at = now_ms();
         if lifecycle::claim(kv, &id).map_err(|e| internal(&id, e))? {
-            let held = lifecycle::create(kv, settings, &id, &solve, Some(fingerprint), wait_until)
-                .map_err(|e| internal(&id, e))?;
+            let keyed = Keyed { fingerprint, chain, claimed_at };
+            // No id in a failure: the solve may never be driven; the client retries its POST.
+            let held = lifecycle::create(kv, settings, &id, &solve, Some(keyed), wait_until)
+                .map_err(|e| (Reject::internal(e), None))?;
             return drive(kv, settings, &id, held, Some(solve), wait_until).await;
         }
-        let found = lifecycle::lease(kv, settings, &id, Some(&fingerprint), wait_until).await;
-        match found.map_err(|e| internal(&id, e))? {
-            Found::Missing => continue,
-            found => return answer(&id, found, kv, settings, wait_until).await,
+        let joined = lifecycle::join(kv, settings, &id, &fingerprint, now_ms(), wait_until).await;
+        match joined.map_err(|e| internal(&id, e))? {
+            Joined::Found(Found::Missing) => chain = None,
+            Joined::Found(found) => return answer(&id, found, kv, settings, wait_until).await,
+            Joined::NextAttempt => {
+                let before = chain.as_ref().map_or(1, |c| c.before + 1);
+                chain = Some(lifecycle::Chain { first: first.clone(), before });
+            }
         }
     }
     Err(creating())
@@ -370,9 +383,9 @@ async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     answer(id, found, kv, settings, wait_until).await
 }
 
-/// 409: the solve of an `Idempotency-Key` is still being created by another request.
+/// 409: the solve of an `Idempotency-Key` could not be created in [`MAX_KEYED_STEPS`] attempts.
 fn creating() -> (Reject, Option<String>) {
-    let message = "another request with this `Idempotency-Key` is still starting its solve; try again";
+    let message = "requests with this `Idempotency-Key` keep failing to start its solve; try again";
     let reject = Reject::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_IN_USE", message);
     (Reject { class: "transient", retry_after_s: Some(1), field: Some("Idempotency-Key".into()), ..reject }, None)
 }

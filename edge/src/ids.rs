@@ -20,7 +20,24 @@ pub fn random_u64() -> anyhow::Result<u64> {
 /// the token can compute it, and it reveals neither the key nor the token, so the key itself is
 /// never stored.
 pub fn keyed_id(token: &[u8], key: &str) -> String {
-    hex(&hmac_sha256(token, key.as_bytes())[..16])
+    use hmac::Mac as _;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(token).expect("HMAC takes keys of any length");
+    mac.update(key.as_bytes());
+    hex(&mac.finalize().into_bytes()[..16])
+}
+
+/// The id of the next attempt at creating a keyed solve, after the request that claimed `id`
+/// stopped before creating it (`crate::lifecycle`, keyed solves): SHA-256 over `id`, its first
+/// 128 bits as 32 lowercase hex characters. Each attempt's id follows from the one before, so
+/// the whole chain follows from the first ([`keyed_id`]).
+pub fn next_attempt(id: &str) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::new().chain_update(b"next attempt:").chain_update(id.as_bytes()).finalize()[..16])
+}
+
+/// The id `n` attempts after `first`.
+pub fn nth_attempt(first: &str, n: u32) -> String {
+    (0..n).fold(first.to_owned(), |id, _| next_attempt(&id))
 }
 
 /// A request body's fingerprint: SHA-256, as 64 lowercase hex characters.
@@ -31,19 +48,4 @@ pub fn fingerprint(body: &[u8]) -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// HMAC-SHA256 (RFC 2104).
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    use sha2::{Digest as _, Sha256};
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.map(|b| b ^ byte);
-    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
-    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
 }

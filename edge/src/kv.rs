@@ -34,6 +34,13 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+impl StoreError {
+    /// A store failure the caller detected (a write that took too long), described by `what`.
+    pub fn new(what: String) -> StoreError {
+        StoreError(what)
+    }
+}
+
 fn kv_error(what: &str, key: &str, e: store::Error) -> anyhow::Error {
     StoreError(format!("key-value {what} {key}: {e:?}")).into()
 }

@@ -24,18 +24,30 @@
 //! possible orphan task, taking a fresh slot for the new submit: the budget never counts fewer
 //! threads than CaptchaAI may have busy.
 
+//!
+//! **Keyed solves.** A POST with an `Idempotency-Key` claims its id (`solve/{id}/claim`,
+//! incremented to 1 by one request only) and must have the record written within
+//! [`CREATE_MS`] of sending the claim; a creator whose writes end later gives up without
+//! submitting (503). A request that loses the claim waits for the record; when it is still
+//! missing [`CREATE_MS`] + [`CLOCK_SKEW_MS`] after the request saw the claim, the claimer
+//! stopped (killed, or the store failed under it), and the request moves on to the next
+//! attempt's id (`crate::ids::next_attempt`), claimed the same way. So a failed creation never
+//! blocks its key, and one solve is created per key: an attempt whose successor is claimed is
+//! never driven.
+
 mod record;
 
 use serde_json::Value;
 
+pub use record::Chain;
 pub use record::StoredResult;
 use record::{Lease, Loaded, SolveRecord};
 
 use crate::clock::{now_ms, sleep_ms};
 use crate::drive::{self, Progress};
 use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
-use crate::ids::new_id;
-use crate::kv::{Kv, Swapped};
+use crate::ids::{new_id, next_attempt};
+use crate::kv::{Kv, StoreError, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
 use crate::{budget, metrics, plan, sweep};
 
@@ -51,14 +63,27 @@ const LEASE_POLL_MS: u64 = 250;
 /// When a request answers "come back later" because another driver is in the way, ms.
 const CONTENDED_RETRY_MS: u64 = 1_000;
 
+/// Time the request that claims a keyed solve has, from sending its claim to the end of the
+/// record's write, ms. Writing the record is two `set`s (the task up to ~1.5 MB, the record);
+/// a store slower than this fails the request with a 503 and a later attempt creates the solve.
+pub const CREATE_MS: u64 = 2_000;
+
+/// The most two instances' clocks may differ, ms, as far as claims are concerned: a request
+/// takes over a claim only this long after the claimer's own deadline could have passed.
+pub const CLOCK_SKEW_MS: u64 = 1_000;
+
+/// When a claim whose record is gone is looked at again while a later attempt holds the
+/// chain, ms.
+const CLAIM_RECHECK_MS: u64 = 60_000;
+
 /// What a request finds at `solve/{id}` ([`lease`]).
 pub enum Found {
     /// No such solve: never created, deleted, or expired (an expired one is removed now).
     Missing,
     /// A solve started with an `Idempotency-Key` and another body than this request's.
     OtherRequest,
-    /// The solve of an `Idempotency-Key` is claimed but not created yet (its creator is still
-    /// at it, or stopped in between: then the claim is swept once it expires).
+    /// The solve of an `Idempotency-Key` is claimed but not created yet: its creator is still
+    /// at it, or stopped in between ([`join`] tells which).
     Creating,
     /// The solve ended: its stored response, to repeat.
     Finished(StoredResult),
@@ -113,22 +138,37 @@ pub fn claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
     record::claim(kv, id)
 }
 
+/// What a keyed solve's creator brings to [`create`].
+pub struct Keyed {
+    /// The body's fingerprint: a retry with the same key must bring the same body.
+    pub fingerprint: String,
+    /// The attempts before this one, if any.
+    pub chain: Option<Chain>,
+    /// When the request sent its claim (epoch ms): the record must be written within
+    /// [`CREATE_MS`] of it.
+    pub claimed_at: u64,
+}
+
 /// Creates solve `id` (fresh and random, or [`claim`]ed: nobody else writes its keys) from the
 /// engine's new `solve`: the task (`snapshot-base`) once, the record leased to this request for
-/// a wait ending at `wait_until`, and its entry in the expiry queue. `request`: the body's
-/// fingerprint of a solve started with an `Idempotency-Key`.
+/// a wait ending at `wait_until`, and its entry in the expiry queue. A keyed solve is queued
+/// first (so a claim whose record never comes is swept) and fails with a [`StoreError`],
+/// submitting nothing, when its writes ended later than its deadline ([`Keyed::claimed_at`]).
 pub fn create(
     kv: &Kv,
     settings: &Settings,
     id: &str,
     solve: &Solve,
-    request: Option<String>,
+    keyed: Option<Keyed>,
     wait_until: u64,
 ) -> anyhow::Result<Held> {
     let holder = new_id()?;
     let lease_until = lease_until(settings, wait_until);
+    let exp = lease_until + settings.abandon_after_ms;
+    let deadline = keyed.as_ref().map(|k| k.claimed_at + CREATE_MS);
+    let (request, chain) = keyed.map_or((None, None), |k| (Some(k.fingerprint), k.chain));
     let record = SolveRecord {
-        exp: lease_until + settings.abandon_after_ms,
+        exp,
         state: Some(solve.snapshot_state()),
         lease: Some(Lease { holder: holder.clone(), until: lease_until }),
         slot: None,
@@ -138,10 +178,60 @@ pub fn create(
         rev: holder,
         submitting: None,
         request,
+        chain,
     };
-    let loaded = record::create(kv, id, solve.snapshot_base(), &record)?;
-    sweep::enqueue(kv, id, record.exp)?;
+    if deadline.is_some() {
+        sweep::enqueue(kv, id, exp)?;
+    }
+    let mut loaded = record::create(kv, id, solve.snapshot_base(), &record)?;
+    if let Some(deadline) = deadline {
+        if now_ms() >= deadline {
+            // Requests that lost the claim may have moved on to the next attempt: this one
+            // must not submit. Should they have found the record after all, they drive it.
+            release(kv, id, &mut loaded)?;
+            anyhow::bail!(StoreError::new(format!(
+                "creating solve {id} took over {CREATE_MS} ms: the key-value store is too slow"
+            )));
+        }
+    } else {
+        sweep::enqueue(kv, id, exp)?;
+    }
     Ok(Held { id: id.to_owned(), loaded })
+}
+
+/// What [`join`] found for a keyed solve another request claimed.
+pub enum Joined {
+    /// The solve (never [`Found::Creating`]), or [`Found::Missing`] when it ended and expired
+    /// or was deleted meanwhile, its claims with it: the key starts afresh.
+    Found(Found),
+    /// Its creator stopped before writing it, or a later attempt already holds the key: go on
+    /// with the next attempt's id ([`next_attempt`]).
+    NextAttempt,
+}
+
+/// Joins keyed solve `id`, claimed by another request, which this request saw claimed at
+/// `seen_at` (epoch ms, when its own claim's answer came back): waits for the record up to
+/// [`CREATE_MS`] + [`CLOCK_SKEW_MS`] after `seen_at`, even past `wait_until` (the claimer has
+/// that long), then [`lease`]s it for a wait ending at `wait_until`. `fingerprint`: the body's.
+pub async fn join(
+    kv: &Kv,
+    settings: &Settings,
+    id: &str,
+    fingerprint: &str,
+    seen_at: u64,
+    wait_until: u64,
+) -> anyhow::Result<Joined> {
+    let give_up = seen_at + CREATE_MS + CLOCK_SKEW_MS;
+    loop {
+        if record::claimed(kv, &next_attempt(id))? {
+            return Ok(Joined::NextAttempt);
+        }
+        match lease(kv, settings, id, Some(fingerprint), wait_until).await? {
+            Found::Creating if now_ms() >= give_up => return Ok(Joined::NextAttempt),
+            Found::Creating => sleep_ms(LEASE_POLL_MS).await,
+            found => return Ok(Joined::Found(found)),
+        }
+    }
 }
 
 /// Loads solve `id` and takes its lease for a wait ending at `wait_until`, waiting within it
@@ -165,12 +255,6 @@ pub async fn lease(
         let now = now_ms();
         let Some(mut loaded) = record::load(kv, id)? else {
             if request.is_some() {
-                if now + LEASE_POLL_MS <= wait_until {
-                    sleep_ms(LEASE_POLL_MS).await;
-                    continue;
-                }
-                // Should its creator have stopped before creating it, the claim is swept.
-                sweep::enqueue(kv, id, lease_until(settings, wait_until) + settings.abandon_after_ms)?;
                 return Ok(Found::Creating);
             }
             self::sweep(kv);
@@ -439,6 +523,7 @@ impl Ended {
             rev: String::new(),
             submitting: None,
             request: loaded.record.request.clone(),
+            chain: loaded.record.chain.clone(),
         };
         if let Swapped::Conflict = record::swap(kv, id, loaded, next)? {
             return Ok(());
@@ -464,7 +549,7 @@ fn release(kv: &Kv, id: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
 
 /// Removes an expired solve and gives back its thread slot.
 fn expire(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
-    record::remove(kv, id, record.request.is_some())?;
+    record::remove(kv, id, record)?;
     if let Some(n) = record.slot {
         budget::release(kv, n, id)?;
     }
@@ -478,7 +563,7 @@ fn expire(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
 pub fn delete(kv: &Kv, id: &str) -> anyhow::Result<bool> {
     self::sweep(kv);
     let Some(loaded) = record::load(kv, id)? else { return Ok(false) };
-    record::remove(kv, id, loaded.record.request.is_some())?;
+    record::remove(kv, id, &loaded.record)?;
     if loaded.record.result.is_some()
         && let Some(n) = loaded.record.slot
     {
@@ -495,7 +580,7 @@ pub fn sweep(kv: &Kv) {
     let visit = |id: &str, now: u64| match record::load(kv, id)? {
         Some(loaded) if loaded.record.exp > now => Ok(Some(loaded.record.exp)),
         Some(loaded) => expire(kv, id, &loaded.record).map(|()| None),
-        None => record::remove(kv, id, true).map(|()| None),
+        None => Ok((!record::remove_claim(kv, id)?).then_some(now + CLAIM_RECHECK_MS)),
     };
     if let Err(e) = sweep::run(kv, visit) {
         eprintln!("edge: sweep: {e:#}");

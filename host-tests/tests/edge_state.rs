@@ -1,10 +1,8 @@
 //! The edge app's state under real Spin 4.1 (`spin up --from spin.toml`): no paid solve lost
 //! to a dropped client, a store that stays bounded, and the thread budget shared by two
 //! instances on one Redis. The real-Spin and Redis tests are ignored by default and run with
-//! `--include-ignored` (support/mod.rs).
-//!
-//! The serve host (captchaai_serve) joins these tests once it implements the wasi:keyvalue
-//! interfaces the edge imports (docs/state.md).
+//! `--include-ignored` (support/mod.rs). The store-fault and claim tests run under both real
+//! Spin and the bundled host (captchaai-serve) on one Redis.
 
 mod support;
 
@@ -516,8 +514,15 @@ async fn edge_on_redis(spin: bool, emulator: &Emulator, redis: &RedisServer) -> 
 
 /// What the edge answers while its store is away, to requests that need it (`/v1/threads`
 /// does not: it asks CaptchaAI): each answer's status (0: no answer within `limit`), whether it
-/// is a JSON error with `Retry-After`, and how long it took.
-async fn while_away(clients: &Clients, base: &str, ids: &[String], limit: Duration) -> Vec<(String, u16, bool, u128)> {
+/// is a JSON error with `Retry-After`, and how long it took. The POST carries `Idempotency-Key:
+/// key`, so its claim may be taken (the store answers late) with no solve behind it.
+async fn while_away(
+    clients: &Clients,
+    base: &str,
+    ids: &[String],
+    key: &str,
+    limit: Duration,
+) -> Vec<(String, u16, bool, u128)> {
     let mut answers = Vec::new();
     let requests = [
         ("GET", format!("/v1/solve/{}?wait=2", ids[0]), None),
@@ -527,7 +532,8 @@ async fn while_away(clients: &Clients, base: &str, ids: &[String], limit: Durati
     ];
     for (method, path, body) in requests {
         let started = Instant::now();
-        let answer = tokio::time::timeout(limit, clients.raw(base, method, &path, &[], body)).await;
+        let headers: &[(&str, &str)] = if method == "POST" { &[("idempotency-key", key)] } else { &[] };
+        let answer = tokio::time::timeout(limit, clients.raw(base, method, &path, headers, body)).await;
         let (status, typed) = match answer {
             Ok((status, headers, bytes)) => {
                 let json = serde_json::from_slice::<serde_json::Value>(&bytes).ok();
@@ -545,7 +551,9 @@ async fn while_away(clients: &Clients, base: &str, ids: &[String], limit: Durati
 /// The store restarted (`SHUTDOWN SAVE`, started again 3 s later) and, separately, paused
 /// (SIGSTOP) for longer than a request, while solves are in flight: every request meanwhile
 /// gets a JSON 503 with `Retry-After` within its wait (plus the store's timeout), nothing is
-/// lost or submitted twice, and service resumes without restarting the edge.
+/// lost or submitted twice, and service resumes without restarting the edge. The keyed POSTs
+/// sent meanwhile, retried with their keys afterwards, each get their solve, submitted once,
+/// whatever of their claim the store kept.
 async fn store_faults(spin: bool) {
     let mut redis = RedisServer::start(if spin { "faults-spin" } else { "faults-serve" });
     let emulator = Emulator::start(EmulatorConfig::default().with_seed(14).with_account(KEY, 20).with_solve_time(
@@ -579,7 +587,7 @@ async fn store_faults(spin: bool) {
     let mut ids = start(3, edge.url()).await;
 
     redis.stop_keeping_data();
-    let answers = while_away(&clients, &edge.url(), &ids, limit).await;
+    let answers = while_away(&clients, &edge.url(), &ids, "away-stopped", limit).await;
     eprintln!("{runtime}, Redis stopped: {answers:?}");
     redis.start_again();
     for (request, status, typed, ms) in &answers {
@@ -593,7 +601,9 @@ async fn store_faults(spin: bool) {
 
     ids.extend(start(2, edge.url()).await);
     redis.pause();
-    let answers = tokio::time::timeout(Duration::from_secs(60), while_away(&clients, &edge.url(), &ids, limit)).await;
+    let answers =
+        tokio::time::timeout(Duration::from_secs(60), while_away(&clients, &edge.url(), &ids, "away-paused", limit))
+            .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     redis.resume();
     let answers = answers.expect("requests hung for over 60 s while Redis was paused");
@@ -607,13 +617,23 @@ async fn store_faults(spin: bool) {
         edge = edge_on_redis(spin, &emulator, &redis).await;
     }
 
-    // Every solve finishes, each submitted once.
+    // Every solve finishes, each submitted once, the keyed ones too.
     for id in &ids {
         let reply = clients.collect(&[edge.url()], id).await;
         assert_eq!(reply.status, 200, "{id}: {}", reply.body);
     }
+    let mut keyed = Vec::new();
+    for key in ["away-stopped", "away-paused"] {
+        let started = Instant::now();
+        let reply = post_until_done(&clients, &edge.url(), key, &turnstile()).await;
+        eprintln!("{runtime}: {key} retried: {} in {} ms", reply.status, started.elapsed().as_millis());
+        assert_eq!(reply.status, 200, "{key} retried after the store came back: {}", reply.body);
+        keyed.push(reply.body["id"].as_str().unwrap().to_owned());
+        let again = post_until_done(&clients, &edge.url(), key, &turnstile()).await;
+        assert_eq!((again.status, &again.body), (200, &reply.body), "{key} again: the same solve");
+    }
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
-    assert_eq!(submits, ids.len(), "each solve submitted once");
+    assert_eq!(submits, ids.len() + keyed.len(), "each solve submitted once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -626,4 +646,66 @@ async fn redis_restarted_or_paused_under_the_serve_host_gets_503s_and_loses_noth
 #[ignore = "needs real Spin 4.1+ and redis-server: --include-ignored"]
 async fn redis_restarted_or_paused_under_real_spin_gets_503s_and_loses_nothing() {
     store_faults(true).await;
+}
+
+/// A keyed POST's claim held by a request that never created its solve (set straight in Redis,
+/// as a creator killed between its claim and its record, or one whose store failed under it,
+/// leaves it): a POST with that key waits for the claimer, then takes the creation over as the
+/// next attempt (within the claimer's 2 s plus 1 s of clock skew, and a poll), and the key makes
+/// one solve, submitted once, which a retry gets again; deleting it removes both attempts'
+/// claims.
+async fn a_claim_never_created(spin: bool) {
+    let redis = RedisServer::start(if spin { "claim-spin" } else { "claim-serve" });
+    let emulator = Emulator::start(EmulatorConfig::default().with_seed(15).with_account(KEY, 5)).await.unwrap();
+    let edge = edge_on_redis(spin, &emulator, &redis).await;
+    let clients = Clients::new(TOKEN);
+    let post = |wait: u32| {
+        let (clients, base) = (&clients, edge.url());
+        async move {
+            let path = format!("/v1/solve?wait={wait}");
+            clients.call_with(&base, "POST", &path, &[("idempotency-key", "stuck-key")], Some(turnstile())).await.0
+        }
+    };
+    // The key's first attempt id, freed again (DELETE removes the solve and its claim), then
+    // claimed by nobody's request.
+    let first = post(0).await;
+    assert_eq!(first.status, 202, "{}", first.body);
+    let first_id = first.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(clients.call(&edge.url(), "DELETE", &format!("/v1/solve/{first_id}"), None).await.status, 200);
+    let claim = format!("solve/{first_id}/claim");
+    assert!(!redis.keys().contains(&claim), "the claim went with the solve");
+    redis.cli(&["INCR", &claim]);
+
+    let started = Instant::now();
+    let taken_over = post(0).await;
+    let took = started.elapsed();
+    eprintln!("{}: the POST took the creation over in {} ms", if spin { "real Spin" } else { "captchaai-serve" }, took.as_millis());
+    assert_eq!(taken_over.status, 202, "{}", taken_over.body);
+    let id = taken_over.body["id"].as_str().unwrap().to_owned();
+    assert_ne!(id, first_id, "the next attempt's id");
+    assert!(took >= Duration::from_millis(3_000) && took < Duration::from_millis(6_000), "took {took:?}");
+    let again = post(0).await;
+    assert_eq!((again.status, again.body["id"].as_str()), (202, Some(id.as_str())), "{}", again.body);
+    let done = clients.collect(&[edge.url()], &id).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let retried = post(0).await;
+    assert_eq!((retried.status, &retried.body), (200, &done.body), "the stored response to a retry");
+    let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits, 2, "the freed first solve and the taken-over one, once each");
+
+    assert_eq!(clients.call(&edge.url(), "DELETE", &format!("/v1/solve/{id}"), None).await.status, 200);
+    let claims: Vec<String> = redis.keys().into_iter().filter(|k| k.ends_with("/claim")).collect();
+    assert!(claims.is_empty(), "claims left after the solve was deleted: {claims:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: --include-ignored"]
+async fn a_claim_never_created_is_taken_over_under_the_serve_host() {
+    a_claim_never_created(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs real Spin 4.1+ and redis-server: --include-ignored"]
+async fn a_claim_never_created_is_taken_over_under_real_spin() {
+    a_claim_never_created(true).await;
 }

@@ -11,7 +11,9 @@
 //!   in its lease drives, and a driver whose checkpoint fails to swap has lost the solve
 //!   (deleted, or taken over after its lease ran out) and stops.
 //! - `solve/{id}/claim`: a counter, for solves started with an `Idempotency-Key`: whoever
-//!   increments it to 1 creates the solve. Removed with the solve.
+//!   increments it to 1 creates the solve. When that request stops before the record exists,
+//!   the next attempt's id (`crate::ids::next_attempt`) is claimed the same way; the claims of
+//!   the whole chain are removed with the solve at its end.
 //!
 //! Records written by the previous version (without `submitting` and `request`) read as solves
 //! with no submit in flight, started without a key.
@@ -22,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ids::new_id;
+use crate::ids::{new_id, next_attempt};
 use crate::kv::{Kv, Swapped};
 
 /// Who drives a solve, until when (epoch ms). Nobody else may take it before `until`, and the
@@ -70,6 +72,18 @@ pub struct SolveRecord {
     /// `Idempotency-Key`: a retry with the same key must bring the same body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+    /// For a keyed solve created by a later attempt (`crate::ids::next_attempt`): the chain it
+    /// ends, whose claims are removed with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Chain>,
+}
+
+/// The claims before a keyed solve's own: the first attempt's id (`crate::ids::keyed_id`) and
+/// how many attempts came before this one.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq, Debug)]
+pub struct Chain {
+    pub first: String,
+    pub before: u32,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -93,6 +107,11 @@ fn claim_key(id: &str) -> String {
 /// Claims `id` for its creator: true for the one caller that increments its claim first.
 pub fn claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
     Ok(kv.increment(&claim_key(id), 1)? == 1)
+}
+
+/// Whether `id` is claimed (its claim counter exists; read without creating it).
+pub fn claimed(kv: &Kv, id: &str) -> anyhow::Result<bool> {
+    Ok(kv.get(&claim_key(id))?.is_some())
 }
 
 /// A solve record as read: its exact bytes (what a compare-and-swap must find) and contents.
@@ -138,13 +157,35 @@ pub fn drop_base(kv: &Kv, id: &str) -> anyhow::Result<()> {
     kv.delete(&base_key(id))
 }
 
-/// Removes everything of the solve; `claimed`: its claim too (a solve started with an
-/// `Idempotency-Key`, or one whose record is not there to say).
-pub fn remove(kv: &Kv, id: &str, claimed: bool) -> anyhow::Result<()> {
+/// Removes everything of the solve. A keyed solve (`request` set) also removes the claims of
+/// its chain, unless a later attempt claimed its successor (then the chain is that attempt's).
+pub fn remove(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
     kv.delete(&record_key(id))?;
     kv.delete(&base_key(id))?;
-    if claimed {
-        kv.delete(&claim_key(id))?;
+    if record.request.is_none() || claimed(kv, &next_attempt(id))? {
+        return Ok(());
+    }
+    let mut claims = vec![id.to_owned()];
+    if let Some(chain) = &record.chain {
+        let mut attempt = chain.first.clone();
+        for _ in 0..chain.before {
+            let next = next_attempt(&attempt);
+            claims.push(std::mem::replace(&mut attempt, next));
+        }
+    }
+    for claim in claims {
+        kv.delete(&claim_key(&claim))?;
     }
     Ok(())
+}
+
+/// Removes the claim of `id`, whose record is gone (its request stopped before creating it, or
+/// it was removed without its claim), unless a later attempt claimed its successor: then it is
+/// left to that attempt's solve, and false is returned.
+pub fn remove_claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
+    if claimed(kv, &next_attempt(id))? {
+        return Ok(false);
+    }
+    kv.delete(&claim_key(id))?;
+    Ok(true)
 }
