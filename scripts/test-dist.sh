@@ -4,6 +4,8 @@
 #
 #   the wheel      a fresh venv, `pip install dist/captchaai_engine-*.whl` (no extra), a
 #                  Turnstile solve through `Solver`; the sdist holds the same engine;
+#   the sdist      another fresh venv, `pip install dist/captchaai_engine-*.tar.gz` (built by
+#                  pip outside the repository), the same solve;
 #   the tarball    an empty npm project, `npm install dist/captchaai-engine-*.tgz`, a Turnstile
 #                  solve under Node through `import` and through `require`;
 #   the edge       dist/edge/ copied out and served by real Spin from that folder (`spin up`, the
@@ -107,12 +109,22 @@ start = time.monotonic()
 with Solver(os.environ["KEY"], Config(base_url=os.environ["EMULATOR"]), clock=Clock(float(os.environ["TIME_SCALE"]))) as solver:
     solution = solver.solve(TurnstileTask(os.environ["SITEKEY"], os.environ["PAGEURL"]))
 assert solution.type == "turnstile" and len(solution.answer) > 20, solution
-print(f"  wheel: Turnstile solved in {time.monotonic() - start:.1f} s from {here} (task {solution.task_id})")
+print(f"  installed: Turnstile solved in {time.monotonic() - start:.1f} s from {here} (task {solution.task_id})")
 EOF
   KEY=$KEY EMULATOR=$EMULATOR TIME_SCALE=$TIME_SCALE SITEKEY=$SITEKEY PAGEURL=$PAGEURL \
     timeout 120 "$WORK/venv/bin/python" "$WORK/solve.py" "$ROOT" "$wheel" "$sdist"
 }
 check "wheel (fresh venv, no extra)" wheel_check
+
+# 3b. The sdist, built and installed by pip in another fresh venv (what pip does where no wheel
+# fits): the same checks and solve.
+sdist_check() {
+  python3 -m venv "$WORK/venv-sdist" || return 1
+  "$WORK/venv-sdist/bin/pip" install --quiet --disable-pip-version-check "$sdist" || return 1
+  KEY=$KEY EMULATOR=$EMULATOR TIME_SCALE=$TIME_SCALE SITEKEY=$SITEKEY PAGEURL=$PAGEURL \
+    timeout 120 "$WORK/venv-sdist/bin/python" "$WORK/solve.py" "$ROOT" "$wheel" "$sdist"
+}
+check "sdist (fresh venv, built by pip)" sdist_check
 
 # 4. The npm tarball, in an empty project, through import and through require.
 npm_check() {

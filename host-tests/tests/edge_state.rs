@@ -679,7 +679,11 @@ async fn a_claim_never_created(spin: bool) {
     let started = Instant::now();
     let taken_over = post(0).await;
     let took = started.elapsed();
-    eprintln!("{}: the POST took the creation over in {} ms", if spin { "real Spin" } else { "captchaai-serve" }, took.as_millis());
+    eprintln!(
+        "{}: the POST took the creation over in {} ms",
+        if spin { "real Spin" } else { "captchaai-serve" },
+        took.as_millis()
+    );
     assert_eq!(taken_over.status, 202, "{}", taken_over.body);
     let id = taken_over.body["id"].as_str().unwrap().to_owned();
     assert_ne!(id, first_id, "the next attempt's id");
