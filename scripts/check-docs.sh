@@ -8,10 +8,10 @@
 #   scripts/check-docs.sh FILE...    # only these Markdown files (paths in blocks stay relative
 #                                    # to the repository root)
 #
-# Needs, built first: target/release/captchaai-emulator and target/release/captchaai
-# (`cargo build --release -p captchaai-emulator`, `cargo xtask component && cargo build --release
-# -p captchaai`), python3 with venv, node 20+ and npm, curl, and network access for pip and npm
-# (the README's install blocks run). scripts/run.sh builds the rest when the edge block runs.
+# Needs: the emulator ($CAPTCHAAI_EMULATOR, else target/release/captchaai-emulator: `cargo build
+# --release -p captchaai-emulator`), python3 with venv, node 20+ and npm, curl, and network access
+# for pip and npm (the README's install blocks run). The check builds the workspace's binaries and
+# examples (dev profile) itself; scripts/run.sh builds the rest when the edge block runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec python3 scripts/check-docs.py "$@"

@@ -56,9 +56,16 @@ fi
 
 step "building the engine component, the edge app and the hello component"
 build_all
-if [ -n "$SPIN" ]; then
+# The emulator is $CAPTCHAAI_EMULATOR (a built binary) if set, else the release build.
+EMULATOR_BIN="${CAPTCHAAI_EMULATOR:-target/release/captchaai-emulator}"
+if [ -n "$SPIN" ] && [ -n "${CAPTCHAAI_EMULATOR:-}" ]; then
+  :
+elif [ -n "$SPIN" ]; then
   step "building the emulator (release)"
   cargo build --release -p captchaai-emulator
+elif [ -n "${CAPTCHAAI_EMULATOR:-}" ]; then
+  step "building the bundled Spin host (release; the first build takes a few minutes)"
+  cargo build --release -p captchaai-serve
 else
   step "building the bundled Spin host and the emulator (release; the first build takes a few minutes)"
   cargo build --release -p captchaai-serve -p captchaai-emulator
@@ -71,7 +78,7 @@ if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
 else
   CAPTCHAAI_KEY=0123456789abcdef0123456789abcdef
   API_BASE="http://127.0.0.1:${EMULATOR_PORT:-8099}"
-  target/release/captchaai-emulator --port "${EMULATOR_PORT:-8099}" --key "$CAPTCHAAI_KEY:5" >/dev/null &
+  "$EMULATOR_BIN" --port "${EMULATOR_PORT:-8099}" --key "$CAPTCHAAI_KEY:5" >/dev/null &
   CHILDREN+=("$!")
   echo "upstream: the bundled CaptchaAI emulator at $API_BASE (demo key; it forgets its tasks when stopped)"
 fi

@@ -50,7 +50,12 @@ stage "tests (with the ignored ones: real Spin and Redis, which this script prov
 cargo test --workspace --quiet -- --include-ignored
 
 stage "bindings: the same engine .wasm from Python (wasmtime-py)"
-cargo build --release --quiet -p captchaai-emulator
+# The binaries the stages below run (the emulator, the CLI, the examples the docs show), from
+# the dev build the tests made (the same features: nothing of wasmtime is rebuilt). Every script
+# below takes the emulator from $CAPTCHAAI_EMULATOR, so none builds a release one (minutes on
+# 2 cores).
+cargo build --workspace --bins --examples --quiet
+export CAPTCHAAI_EMULATOR="$PWD/target/debug/captchaai-emulator"
 bash bindings/python/test.sh -q
 stage "bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh

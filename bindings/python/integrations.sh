@@ -56,8 +56,11 @@ if [ -z "${CAPTCHAAI_EMULATOR:-}" ] && [ ! -x target/release/captchaai-emulator 
   cargo build --release -p captchaai-emulator -j 2
 fi
 
-summary=()
-failed=()
+# Installs first, one framework at a time; then the frameworks' tests run at once, each in its
+# own process with its own emulator and temporary homes (their solves mostly wait on the
+# emulator's clock: at once, the four take about as long as the slowest one), each one's output
+# shown when it ends. INTEGRATIONS_SEQUENTIAL=1 runs them one after another instead.
+installed=()
 for fw in "${frameworks[@]}"; do
   venv="target/venv-$fw"
   reqs="$(requirements "$fw")"
@@ -74,16 +77,48 @@ for fw in "${frameworks[@]}"; do
     "$UV" pip install -q --python "$venv/bin/python" --only-binary :all: $reqs "$wheel[$fw]"
     echo "$stamp" > "$venv/.requirements-stamp"
   fi
-  install_s=$(seconds_since "$start")
-  say "$fw: installed in ${install_s}s; running tests/integrations/test_$fw*.py"
+  installed+=("$(seconds_since "$start")")
+done
+
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/captchaai-integrations.XXXXXX")
+trap 'rm -rf "$LOGS"' EXIT
+# run_tests FW: the framework's tests; writes its log, its duration and its status.
+run_tests() {
+  local fw=$1 start status=passed
   start=$(date +%s)
-  status=passed
   # The package's pytest options name pytest-asyncio's settings; venvs without it only warn.
-  (cd bindings/python && "../../$venv/bin/python" -m pytest -p no:cacheprovider -q \
-      -W "ignore:Unknown config option:pytest.PytestConfigWarning" \
-      tests/integrations/test_"$fw"*.py) || { status=FAILED; failed+=("$fw"); }
-  test_s=$(seconds_since "$start")
-  summary+=("$(printf '%-8s install %4ss  tests %4ss  %s' "$fw" "$install_s" "$test_s" "$status")")
+  (cd bindings/python && "../../target/venv-$fw/bin/python" -m pytest -p no:cacheprovider -q \
+      --basetemp "$LOGS/$fw-tmp" -W "ignore:Unknown config option:pytest.PytestConfigWarning" \
+      tests/integrations/test_"$fw"*.py) >"$LOGS/$fw.log" 2>&1 || status=FAILED
+  echo "$(seconds_since "$start") $status" >"$LOGS/$fw.result"
+}
+show() {
+  say "$1: tests/integrations/test_$1*.py ($(cut -d' ' -f2 "$LOGS/$1.result") in $(cut -d' ' -f1 "$LOGS/$1.result")s):"
+  sed 's/^/  | /' "$LOGS/$1.log"
+}
+if [ "${INTEGRATIONS_SEQUENTIAL:-0}" = 1 ]; then
+  for fw in "${frameworks[@]}"; do say "$fw: running its tests"; run_tests "$fw"; show "$fw"; done
+else
+  say "running the tests of ${frameworks[*]} at once"
+  pids=()
+  for fw in "${frameworks[@]}"; do run_tests "$fw" & pids+=($!); done
+  shown=()
+  while [ ${#shown[@]} -lt ${#frameworks[@]} ]; do
+    for fw in "${frameworks[@]}"; do
+      if [ -f "$LOGS/$fw.result" ] && [[ " ${shown[*]} " != *" $fw "* ]]; then show "$fw"; shown+=("$fw"); fi
+    done
+    sleep 1
+  done
+  wait "${pids[@]}" || true
+fi
+
+summary=()
+failed=()
+for i in "${!frameworks[@]}"; do
+  fw=${frameworks[$i]}
+  read -r test_s status <"$LOGS/$fw.result"
+  [ "$status" = passed ] || failed+=("$fw")
+  summary+=("$(printf '%-8s install %4ss  tests %4ss  %s' "$fw" "${installed[$i]}" "$test_s" "$status")")
 done
 
 say "summary:"

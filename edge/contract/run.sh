@@ -70,7 +70,8 @@ fi
 say "building: engine component, edge app, emulator (cargo, incremental)"
 cargo xtask component >/dev/null
 cargo xtask edge >/dev/null
-cargo build --release --quiet -p captchaai-emulator
+EMULATOR_BIN=${CAPTCHAAI_EMULATOR:-$ROOT/target/release/captchaai-emulator}
+[[ -n ${CAPTCHAAI_EMULATOR:-} ]] || cargo build --release --quiet -p captchaai-emulator
 
 # 2. The document is generated, and every schema-valid task is accepted by the engine.
 say "checking edge/openapi.json is what cargo xtask openapi writes"
@@ -84,7 +85,7 @@ fi
 EMULATOR_PORT=$(free_port)
 EMULATOR=http://127.0.0.1:$EMULATOR_PORT
 # Finished tasks stay queryable for --retention-ms of virtual time: 10 real minutes here.
-target/release/captchaai-emulator --port "$EMULATOR_PORT" --time-scale 200 --key "$KEY:500" \
+"$EMULATOR_BIN" --port "$EMULATOR_PORT" --time-scale 200 --key "$KEY:500" \
   --retention-ms $((200 * 600000)) --ban-after-bad-keys 0 >"$WORK/emulator.log" 2>&1 &
 PIDS+=($!)
 wait_http "$EMULATOR/_emulator/health" 30 || { say "the emulator did not start"; cat "$WORK/emulator.log"; exit 1; }

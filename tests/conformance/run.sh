@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Conformance: the official CaptchaAI Python SDK (PyPI captchaai==1.0.1, unmodified) solves every
-# type it supports against target/release/captchaai-emulator (default mode and silent-queue
+# type it supports against the emulator ($CAPTCHAAI_EMULATOR, else its release build; default mode and silent-queue
 # mode) and meets the emulator's account answers with the exceptions its source promises.
 # Makes its venv under target/conformance-venv. Exits non-zero on any failure.
 # Usage: tests/conformance/run.sh   (from anywhere; about 30 s after the emulator's release build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo build --release --quiet -p captchaai-emulator
+# The emulator: $CAPTCHAAI_EMULATOR (a built binary) if set, else the release build.
+emulator=${CAPTCHAAI_EMULATOR:-target/release/captchaai-emulator}
+[ -n "${CAPTCHAAI_EMULATOR:-}" ] || cargo build --release --quiet -p captchaai-emulator
 venv=target/conformance-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$(bash scripts/uv.sh)" pip install --quiet --python "$venv/bin/python" captchaai==1.0.1
-exec "$venv/bin/python" tests/conformance/sdk_conformance.py --emulator target/release/captchaai-emulator
+exec "$venv/bin/python" tests/conformance/sdk_conformance.py --emulator "$emulator"
