@@ -56,20 +56,12 @@ fi
 
 step "building the engine component, the edge app and the hello component"
 build_all
-# The emulator is $CAPTCHAAI_EMULATOR (a built binary) if set, else the release build.
-EMULATOR_BIN="${CAPTCHAAI_EMULATOR:-target/release/captchaai-emulator}"
-if [ -n "$SPIN" ] && [ -n "${CAPTCHAAI_EMULATOR:-}" ]; then
-  :
-elif [ -n "$SPIN" ]; then
-  step "building the emulator (release)"
-  cargo build --release -p captchaai-emulator
-elif [ -n "${CAPTCHAAI_EMULATOR:-}" ]; then
+if [ -z "$SPIN" ]; then
   step "building the bundled Spin host (release; the first build takes a few minutes)"
   cargo build --release -p captchaai-serve
-else
-  step "building the bundled Spin host and the emulator (release; the first build takes a few minutes)"
-  cargo build --release -p captchaai-serve -p captchaai-emulator
 fi
+step "the emulator"
+EMULATOR_BIN="$(bash scripts/emulator.sh)"   # $CAPTCHAAI_EMULATOR, else its release build
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then

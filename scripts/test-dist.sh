@@ -17,7 +17,7 @@
 # The wheel with each extra is tested by bindings/python/integrations.sh (it installs this wheel).
 # Spin is $SPIN_BIN, else ../shared/tools/spin/spin beside the repository: where it is missing
 # the edge check fails under CI=true and is skipped (and said so) otherwise. The emulator is
-# $CAPTCHAAI_EMULATOR, else target/release/captchaai-emulator (built if missing). pip and npm use
+# scripts/emulator.sh's ($CAPTCHAAI_EMULATOR, else the release build). pip and npm use
 # their usual caches; nothing is installed into the repository. Prints each step and its time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,11 +71,7 @@ sdist=$(ls "$ROOT"/dist/captchaai_engine-*.tar.gz)
 tarball=$(ls "$ROOT"/dist/captchaai-engine-*.tgz)
 
 # 2. The emulator, on a free loopback port.
-EMULATOR_BIN=${CAPTCHAAI_EMULATOR:-$ROOT/target/release/captchaai-emulator}
-if [[ ! -x $EMULATOR_BIN ]]; then
-  say "building the emulator (cargo build --release -p captchaai-emulator)"
-  cargo build --release --quiet -p captchaai-emulator
-fi
+EMULATOR_BIN=$(bash scripts/emulator.sh)
 EMULATOR_PORT=$(free_port)
 EMULATOR=http://127.0.0.1:$EMULATOR_PORT
 setsid "$EMULATOR_BIN" --port "$EMULATOR_PORT" --time-scale "$TIME_SCALE" --key "$KEY:10" \

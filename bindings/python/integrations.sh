@@ -51,10 +51,8 @@ wheels=(dist/captchaai_engine-*.whl)
 [ ${#wheels[@]} -eq 1 ] && [ -f "${wheels[0]}" ] || { say "expected one wheel in dist/, found: ${wheels[*]}"; exit 1; }
 wheel="$ROOT/${wheels[0]}"
 say "wheel: ${wheels[0]}"
-if [ -z "${CAPTCHAAI_EMULATOR:-}" ] && [ ! -x target/release/captchaai-emulator ]; then
-  say "building the emulator (cargo build --release -p captchaai-emulator)"
-  cargo build --release -p captchaai-emulator -j 2
-fi
+CAPTCHAAI_EMULATOR="$(bash scripts/emulator.sh)"
+export CAPTCHAAI_EMULATOR
 
 # Installs first, one framework at a time; then the frameworks' tests run at once, each in its
 # own process with its own emulator and temporary homes (their solves mostly wait on the

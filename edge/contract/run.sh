@@ -70,8 +70,7 @@ fi
 say "building: engine component, edge app, emulator (cargo, incremental)"
 cargo xtask component >/dev/null
 cargo xtask edge >/dev/null
-EMULATOR_BIN=${CAPTCHAAI_EMULATOR:-$ROOT/target/release/captchaai-emulator}
-[[ -n ${CAPTCHAAI_EMULATOR:-} ]] || cargo build --release --quiet -p captchaai-emulator
+EMULATOR_BIN=$(bash "$ROOT/scripts/emulator.sh")
 
 # 2. The document is generated, and every schema-valid task is accepted by the engine.
 say "checking edge/openapi.json is what cargo xtask openapi writes"

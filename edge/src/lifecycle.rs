@@ -23,7 +23,6 @@
 //! (`captchaai_submits_in_doubt_total`), and leaves the old slot held until it expires, for the
 //! possible orphan task, taking a fresh slot for the new submit: the budget never counts fewer
 //! threads than CaptchaAI may have busy.
-
 //!
 //! **Keyed solves.** A POST with an `Idempotency-Key` claims its id (`solve/{id}/claim`,
 //! incremented to 1 by one request only) and must have the record written within

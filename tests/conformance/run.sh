@@ -6,9 +6,7 @@
 # Usage: tests/conformance/run.sh   (from anywhere; about 30 s after the emulator's release build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# The emulator: $CAPTCHAAI_EMULATOR (a built binary) if set, else the release build.
-emulator=${CAPTCHAAI_EMULATOR:-target/release/captchaai-emulator}
-[ -n "${CAPTCHAAI_EMULATOR:-}" ] || cargo build --release --quiet -p captchaai-emulator
+emulator=$(bash scripts/emulator.sh)
 venv=target/conformance-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$(bash scripts/uv.sh)" pip install --quiet --python "$venv/bin/python" captchaai==1.0.1
