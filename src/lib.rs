@@ -36,6 +36,9 @@
 //!   [`TransportError`]s a host reports back.
 //! - **Inputs:** [`Task`] (with [`Upload`], [`Image`], [`ImageFormat`]), [`ApiKey`] and
 //!   [`Config`] (with its field ranges, [`Limit`]).
+//! - **Adaptive polling:** [`SolveTimes`], a learned model of one type's solve times
+//!   ([`SolveTimes::observe`] finished solves, [`Solve::with_solve_times`] to use it; text form
+//!   through `Display` / `FromStr`, refused with a [`SolveTimesError`]).
 //! - **Outcomes:** [`Solution`] (with its [`Answer`]) and [`Failure`], classed by [`Class`] and
 //!   [`Origin`].
 //! - **Errors:** [`ValidationError`] (input refused before anything is sent), [`Misuse`] (the
@@ -53,8 +56,9 @@
 //! `text` (helpers) · `codes` (the code table: classes, per-step actions, the `threadsinfo`
 //! verdict, backoff) · `outcome` · `error` · `registry` (the type table) · `image` · `config` ·
 //! `http` (key, requests, form and multipart bodies) · `reply` (classifying replies) · `answer` ·
-//! `task` · `state` (what a snapshot persists) · `snapshot` (the format) · `solve` (the state
-//! machine) · `account`; `component` (the WIT exports) and `pool` (its allocator) in the
+//! `task` · `state` (what a snapshot persists) · `snapshot` (the format) · `solve_times` (the
+//! adaptive model) · `solve` (the state machine) · `account`; `component` (the WIT exports) and
+//! `pool` (its allocator) in the
 //! WebAssembly build only.
 
 #![warn(missing_docs)]
@@ -71,6 +75,7 @@ mod registry;
 mod reply;
 mod snapshot;
 mod solve;
+mod solve_times;
 mod state;
 mod task;
 mod text;
@@ -89,4 +94,5 @@ pub use outcome::{Answer, Failure, Solution};
 pub use registry::{AnswerShape, ExtraRules, FieldKind, ImageLimits, TaskField, TaskType, task_types};
 pub use snapshot::RestoreError;
 pub use solve::{Output, Solve};
+pub use solve_times::{SolveTimes, SolveTimesError};
 pub use task::{Task, Upload};

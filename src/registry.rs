@@ -591,6 +591,53 @@ pub(crate) const TYPES: &[TypeSpec] = &[
     },
 ];
 
+/// The adaptive first-wait rule: how a [`crate::SolveTimes`] model of a type's solve times
+/// turns into the first wait of a solve created with it (the poll interval stays the row's).
+///
+/// Each finished solve gives a lower bound `L` of its submit-to-ready time `T`: `elapsed - poll
+/// interval` (the answer was not there one poll earlier; for an answer at the first poll, the
+/// same guess just below it). The model keeps `L` in a decayed histogram and, separately, a
+/// learned early wait, `fast`. With `n` observations:
+///
+/// - `n < min_observations`: the row's first wait, unchanged.
+/// - **Late** (solves take longer than the row's first wait): when the `quantile` of `L` is
+///   above the row's first wait, that quantile (its bucket's lower edge): the polls before it
+///   would nearly always find nothing.
+/// - **Early** (solves are done before the row's first wait): otherwise `fast`, never above the
+///   row's first wait. `fast` starts at the row's first wait, drops by `1/fast_step` of itself
+///   after each answer found at the first poll, and after an answer found later (the first poll
+///   came too early) goes back up to that answer's elapsed time, which then stays a floor that
+///   decays by `1/floor_decay` of itself per observation: polls never become more frequent.
+///
+/// Every first wait is within [`crate::config::INITIAL_WAIT_MS`] and before the deadline by at
+/// least one poll interval; polls stay at least the row's interval apart. The rule reads only
+/// the model: the same model gives the same requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AdaptiveRule {
+    /// Observations of a type before the model is used.
+    pub min_observations: u32,
+    /// The quantile of `L`, in thousandths, the late rule waits for.
+    pub quantile_permille: u64,
+    /// Each observation adds this weight; every weight decays by `1/decay` per observation.
+    pub weight: u32,
+    /// The decay divisor (the model remembers about this many recent observations).
+    pub decay: u32,
+    /// `fast` drops by `fast / fast_step` after each answer found at the first poll.
+    pub fast_step: u64,
+    /// The floor left by an early miss drops by `floor / floor_decay` per observation.
+    pub floor_decay: u64,
+}
+
+/// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
+pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
+    min_observations: 20,
+    quantile_permille: 50,
+    weight: 1024,
+    decay: 32,
+    fast_step: 32,
+    floor_decay: 256,
+};
+
 /// Types people ask for that CaptchaAI does not solve, with the reason given to the user.
 pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(
     "hcaptcha",

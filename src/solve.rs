@@ -33,6 +33,7 @@ use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Field, Reply};
 use crate::snapshot::{self, RestoreError};
+use crate::solve_times::SolveTimes;
 use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
@@ -92,6 +93,37 @@ impl Solve {
             pending: None,
         };
         Ok(Solve::assemble(key, task, config, timings, state))
+    }
+
+    /// Like [`Solve::new`], with the first wait `model` gives (when it has enough observations
+    /// and the config sets no `initial_wait_ms`), kept before the deadline by one poll
+    /// interval. A model of another captcha type is an `INVALID_CONFIG` error naming
+    /// `solve_times`. Without a usable model this is exactly [`Solve::new`].
+    pub fn with_solve_times(
+        task: Task,
+        key: ApiKey,
+        config: &Config,
+        model: &SolveTimes,
+        now: u64,
+    ) -> Result<Solve, ValidationError> {
+        if model.task_type() != task.spec().name {
+            return Err(crate::error::invalid_config(
+                "solve_times",
+                format!("the solve-times model is of {}, the task is {}", model.task_type(), task.spec().name),
+            ));
+        }
+        let learned = match (config.initial_wait_ms, model.first_wait_ms()) {
+            (None, Some(wait)) => {
+                let (_, timings) = config.resolve(task.spec())?;
+                let latest = timings.deadline_ms.saturating_sub(timings.poll_interval_ms);
+                Some(wait.min(latest)).filter(|&w| crate::config::INITIAL_WAIT_MS.check(w).is_ok())
+            }
+            _ => None,
+        };
+        match learned {
+            Some(wait) => Solve::new(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now),
+            None => Solve::new(task, key, config, now),
+        }
     }
 
     /// Validates task JSON, key and config together, as every host-facing interface does: any

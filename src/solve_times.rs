@@ -1,0 +1,240 @@
+//! A learned model of one captcha type's solve times, and the first wait it gives: the data
+//! half of adaptive polling (the rule's constants and its description are
+//! [`crate::registry::ADAPTIVE`], beside the type table).
+//!
+//! Plain data and pure arithmetic on integers: no clock, no randomness, no key or token (only
+//! the type's name, counts and times). Hosts [`SolveTimes::observe`] finished solves and create
+//! solves with [`crate::Solve::with_solve_times`]; the text form ([`SolveTimes`]'s `Display`
+//! and `FromStr`) is versioned JSON of a few hundred bytes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::INITIAL_WAIT_MS;
+use crate::outcome::Solution;
+use crate::registry::{self, ADAPTIVE, TypeSpec};
+
+/// Identifies the text form.
+const FORMAT: &str = "captchaai-engine/solve-times";
+/// The text form's version this engine writes and reads.
+const VERSION: u64 = 1;
+/// Histogram buckets: 1 s wide below 64 s, then 4 s wide up to 320 s (the last holds the rest).
+const BUCKETS: usize = 128;
+
+/// Why a model's text form was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum SolveTimesError {
+    /// The text is not JSON.
+    #[error("solve times are not valid JSON: {0}")]
+    Malformed(String),
+    /// Valid JSON, but not a model of this engine.
+    #[error("not a captchaai-engine solve-times model")]
+    Foreign,
+    /// A model of another version.
+    #[error("solve-times version {0} is not supported (this engine reads version {VERSION})")]
+    UnsupportedVersion(u64),
+    /// Our format, but the content is out of range, or the type is unknown.
+    #[error("solve times are invalid: {0}")]
+    Invalid(String),
+}
+
+/// What one captcha type's finished solves took, decayed so that it follows drift, and the
+/// first wait it gives a new solve of that type ([`crate::registry::ADAPTIVE`] is the rule).
+/// Under 20 observations it gives none: the type's table applies unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SolveTimes {
+    spec: &'static TypeSpec,
+    /// Observations so far (saturating).
+    observations: u32,
+    /// The learned early first wait, at most the table's.
+    fast_ms: u64,
+    /// The least `fast_ms` may drop to: left by an answer that came after an early first poll.
+    floor_ms: u64,
+    /// Decayed weights of the observed lower bounds of the submit-to-ready time.
+    weights: [u32; BUCKETS],
+}
+
+impl SolveTimes {
+    /// An empty model of a captcha type (its `type` in task JSON).
+    pub fn new(task_type: &str) -> Result<SolveTimes, SolveTimesError> {
+        let spec = registry::lookup(task_type)
+            .ok_or_else(|| SolveTimesError::Invalid(format!("unknown captcha type `{task_type}`")))?;
+        Ok(SolveTimes { spec, observations: 0, fast_ms: spec.initial_wait_ms, floor_ms: 0, weights: [0; BUCKETS] })
+    }
+
+    /// The captcha type this model is of.
+    pub fn task_type(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// Observations so far.
+    pub fn observations(&self) -> u32 {
+        self.observations
+    }
+
+    /// Learns from a finished solve of this model's type. Returns whether it was used: only a
+    /// solve of one attempt with at least one poll is (a resubmitted or synchronous solve's
+    /// times say nothing about one task's solve time). Solves of another type must not be
+    /// given: the solution does not name its type.
+    pub fn observe(&mut self, solution: &Solution) -> bool {
+        if solution.attempts != 1 || solution.polls == 0 {
+            return false;
+        }
+        let (table, interval) = (self.spec.initial_wait_ms, self.spec.poll_interval_ms);
+        let elapsed = solution.elapsed_ms;
+        for weight in &mut self.weights {
+            *weight = weight.saturating_sub((*weight / ADAPTIVE.decay).max(1));
+        }
+        let slot = &mut self.weights[bucket(elapsed.saturating_sub(interval))];
+        *slot = slot.saturating_add(ADAPTIVE.weight);
+        self.observations = self.observations.saturating_add(1);
+
+        // When the first poll went out, if the polls after it were the regular ones.
+        let first_poll = elapsed.saturating_sub(u64::from(solution.polls - 1).saturating_mul(interval));
+        if first_poll <= table.saturating_add(interval / 2) {
+            if solution.polls == 1 {
+                self.fast_ms = self.fast_ms.saturating_sub(self.fast_ms / ADAPTIVE.fast_step);
+            } else {
+                self.floor_ms = self.floor_ms.max(elapsed.min(table));
+            }
+        }
+        self.fast_ms = self.fast_ms.max(self.floor_ms).clamp(INITIAL_WAIT_MS.min, table.max(INITIAL_WAIT_MS.min));
+        self.floor_ms -= self.floor_ms / ADAPTIVE.floor_decay;
+        true
+    }
+
+    /// The first wait this model gives a solve of its type (before the deadline check a solve
+    /// makes), or `None` under [`crate::registry::ADAPTIVE`]'s minimum of observations.
+    pub fn first_wait_ms(&self) -> Option<u64> {
+        if self.observations < ADAPTIVE.min_observations {
+            return None;
+        }
+        let late = self.quantile_ms(ADAPTIVE.quantile_permille).unwrap_or(0);
+        let wait = if late > self.spec.initial_wait_ms { late } else { self.fast_ms };
+        Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
+    }
+
+    /// The `permille` quantile (0-1000) of the observed lower bounds of the submit-to-ready
+    /// time, as its bucket's lower edge in ms; `None` with nothing observed or forgotten.
+    pub fn quantile_ms(&self, permille: u64) -> Option<u64> {
+        let total: u64 = self.weights.iter().map(|&w| u64::from(w)).sum();
+        if total == 0 {
+            return None;
+        }
+        let target = total.saturating_mul(permille.min(1000)) / 1000;
+        let mut seen = 0;
+        for (index, &weight) in self.weights.iter().enumerate() {
+            seen += u64::from(weight);
+            if weight > 0 && seen > target {
+                return Some(lower_edge_ms(index));
+            }
+        }
+        self.weights.iter().rposition(|&w| w > 0).map(lower_edge_ms)
+    }
+}
+
+/// The bucket of a time in ms.
+fn bucket(ms: u64) -> usize {
+    let seconds = ms / 1_000;
+    let index = if seconds < 64 { seconds } else { 64 + (seconds - 64) / 4 };
+    usize::try_from(index).unwrap_or(BUCKETS - 1).min(BUCKETS - 1)
+}
+
+/// A bucket's lower edge in ms.
+fn lower_edge_ms(index: usize) -> u64 {
+    let index = index as u64;
+    if index < 64 { index * 1_000 } else { (64 + (index - 64) * 4) * 1_000 }
+}
+
+/// The text form.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Text<'a> {
+    format: &'a str,
+    version: u64,
+    #[serde(rename = "type")]
+    task_type: &'a str,
+    n: u32,
+    fast_ms: u64,
+    floor_ms: u64,
+    /// `[bucket, weight]` of the buckets with weight, in bucket order.
+    hist: Vec<(usize, u32)>,
+}
+
+impl fmt::Display for SolveTimes {
+    /// `{"format":"captchaai-engine/solve-times","version":1,"type":..,"n":..,"fast_ms":..,
+    /// "floor_ms":..,"hist":[[bucket,weight],..]}`: at most about 1 KiB (weights decay to zero
+    /// within about 50 observations, so few buckets hold weight).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hist = self.weights.iter().enumerate().filter(|(_, w)| **w > 0).map(|(i, w)| (i, *w)).collect();
+        let text = Text {
+            format: FORMAT,
+            version: VERSION,
+            task_type: self.spec.name,
+            n: self.observations,
+            fast_ms: self.fast_ms,
+            floor_ms: self.floor_ms,
+            hist,
+        };
+        f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl FromStr for SolveTimes {
+    type Err = SolveTimesError;
+
+    /// Reads the text form; every field is checked, so a parsed model behaves as one the engine
+    /// built.
+    fn from_str(text: &str) -> Result<SolveTimes, SolveTimesError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| SolveTimesError::Malformed(e.to_string()))?;
+        if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
+            return Err(SolveTimesError::Foreign);
+        }
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(VERSION) => {}
+            Some(other) => return Err(SolveTimesError::UnsupportedVersion(other)),
+            None => return Err(SolveTimesError::Invalid("missing version".into())),
+        }
+        let invalid = |why: String| SolveTimesError::Invalid(why);
+        let read = Text::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+        let mut model = SolveTimes::new(read.task_type)?;
+        let table = model.spec.initial_wait_ms.max(INITIAL_WAIT_MS.min);
+        if !(INITIAL_WAIT_MS.min..=table).contains(&read.fast_ms) || read.floor_ms > table {
+            return Err(invalid(format!("fast_ms or floor_ms out of range (at most {table})")));
+        }
+        // The most a bucket can hold: the steady state of one observation each time.
+        let most = ADAPTIVE.weight.saturating_mul(ADAPTIVE.decay).saturating_mul(2);
+        let mut last = None;
+        for (index, weight) in read.hist {
+            if index >= BUCKETS || last.is_some_and(|l| index <= l) || weight == 0 || weight > most {
+                return Err(invalid(format!("hist entry [{index},{weight}] is out of range or order")));
+            }
+            model.weights[index] = weight;
+            last = Some(index);
+        }
+        model.observations = read.n;
+        model.fast_ms = read.fast_ms;
+        model.floor_ms = read.floor_ms;
+        Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_every_time_in_order() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(63_999), 63);
+        assert_eq!(bucket(64_000), 64);
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+        for index in 0..BUCKETS {
+            assert_eq!(bucket(lower_edge_ms(index)), index);
+        }
+    }
+}
