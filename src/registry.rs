@@ -626,6 +626,8 @@ pub(crate) struct AdaptiveRule {
     pub fast_step: u64,
     /// The floor left by an early miss drops by `floor / floor_decay` per observation.
     pub floor_decay: u64,
+    /// Observations in a row answered by the table's first wait before the early rule applies.
+    pub calm: u32,
 }
 
 /// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
@@ -635,7 +637,8 @@ pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     weight: 1024,
     decay: 32,
     fast_step: 32,
-    floor_decay: 256,
+    floor_decay: 2048,
+    calm: 20,
 };
 
 /// Types people ask for that CaptchaAI does not solve, with the reason given to the user.

@@ -53,6 +53,8 @@ pub struct SolveTimes {
     fast_ms: u64,
     /// The least `fast_ms` may drop to: left by an answer that came after an early first poll.
     floor_ms: u64,
+    /// Observations in a row answered by the table's first wait (saturating).
+    calm: u32,
     /// Decayed weights of the observed lower bounds of the submit-to-ready time.
     weights: [u32; BUCKETS],
 }
@@ -62,7 +64,14 @@ impl SolveTimes {
     pub fn new(task_type: &str) -> Result<SolveTimes, SolveTimesError> {
         let spec = registry::lookup(task_type)
             .ok_or_else(|| SolveTimesError::Invalid(format!("unknown captcha type `{task_type}`")))?;
-        Ok(SolveTimes { spec, observations: 0, fast_ms: spec.initial_wait_ms, floor_ms: 0, weights: [0; BUCKETS] })
+        Ok(SolveTimes {
+            spec,
+            observations: 0,
+            fast_ms: spec.initial_wait_ms,
+            floor_ms: 0,
+            calm: 0,
+            weights: [0; BUCKETS],
+        })
     }
 
     /// The captcha type this model is of.
@@ -88,17 +97,28 @@ impl SolveTimes {
         for weight in &mut self.weights {
             *weight = weight.saturating_sub((*weight / ADAPTIVE.decay).max(1));
         }
+        // A lower bound of the ready time: the answer was not there one poll earlier (for one
+        // found at the first poll, the same guess).
         let slot = &mut self.weights[bucket(elapsed.saturating_sub(interval))];
         *slot = slot.saturating_add(ADAPTIVE.weight);
         self.observations = self.observations.saturating_add(1);
 
         // When the first poll went out, if the polls after it were the regular ones.
         let first_poll = elapsed.saturating_sub(u64::from(solution.polls - 1).saturating_mul(interval));
-        if first_poll <= table.saturating_add(interval / 2) {
-            if solution.polls == 1 {
+        let late = elapsed > table.saturating_add(interval / 2);
+        if solution.polls > 1 && first_poll < table {
+            // An early first poll found nothing: wait at least a little longer, or, when the
+            // answer came after the table's first wait, the table's.
+            let floor = if late { table } else { first_poll.saturating_add(interval / 4).min(elapsed) };
+            self.floor_ms = self.floor_ms.max(floor);
+        }
+        if late {
+            // Answered after the table's first wait: not an early mix (now).
+            self.calm = 0;
+        } else {
+            self.calm = self.calm.saturating_add(1);
+            if solution.polls == 1 && self.calm >= ADAPTIVE.calm {
                 self.fast_ms = self.fast_ms.saturating_sub(self.fast_ms / ADAPTIVE.fast_step);
-            } else {
-                self.floor_ms = self.floor_ms.max(elapsed.min(table));
             }
         }
         self.fast_ms = self.fast_ms.max(self.floor_ms).clamp(INITIAL_WAIT_MS.min, table.max(INITIAL_WAIT_MS.min));
@@ -113,7 +133,12 @@ impl SolveTimes {
             return None;
         }
         let late = self.quantile_ms(ADAPTIVE.quantile_permille).unwrap_or(0);
-        let wait = if late > self.spec.initial_wait_ms { late } else { self.fast_ms };
+        let table = self.spec.initial_wait_ms;
+        let wait = match late {
+            late if late > table => late,
+            _ if self.calm >= ADAPTIVE.calm => self.fast_ms,
+            _ => table,
+        };
         Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
     }
 
@@ -160,13 +185,14 @@ struct Text<'a> {
     n: u32,
     fast_ms: u64,
     floor_ms: u64,
+    calm: u32,
     /// `[bucket, weight]` of the buckets with weight, in bucket order.
     hist: Vec<(usize, u32)>,
 }
 
 impl fmt::Display for SolveTimes {
     /// `{"format":"captchaai-engine/solve-times","version":1,"type":..,"n":..,"fast_ms":..,
-    /// "floor_ms":..,"hist":[[bucket,weight],..]}`: at most about 1 KiB (weights decay to zero
+    /// "floor_ms":..,"calm":..,"hist":[[bucket,weight],..]}`: at most about 1 KiB (weights decay to zero
     /// within about 50 observations, so few buckets hold weight).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let hist = self.weights.iter().enumerate().filter(|(_, w)| **w > 0).map(|(i, w)| (i, *w)).collect();
@@ -177,6 +203,7 @@ impl fmt::Display for SolveTimes {
             n: self.observations,
             fast_ms: self.fast_ms,
             floor_ms: self.floor_ms,
+            calm: self.calm,
             hist,
         };
         f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
@@ -219,6 +246,7 @@ impl FromStr for SolveTimes {
         model.observations = read.n;
         model.fast_ms = read.fast_ms;
         model.floor_ms = read.floor_ms;
+        model.calm = read.calm;
         Ok(model)
     }
 }

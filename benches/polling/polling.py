@@ -2,18 +2,23 @@
 """Polling-schedule benchmark: polls per solve and the delay between the answer being ready
 and the client seeing it, per captcha type, for
 
-- this engine's tables (the native engine, driven with a virtual clock by `polling-bench`),
+- this engine's fixed tables (the native engine, driven with a virtual clock by `polling-bench`),
+- the same engine adapting: one `SolveTimes` model per type that observes every finished solve,
+  measured after a warm-up of N solves, and after mix shifts (solves until it settles),
 - the official CaptchaAI SDK (`captchaai` 1.0.1, its own sans-IO generators driven with a
   virtual clock: its per-type first waits and 5 s polls, with its 0-1 s jitter on every wait),
 - 2captcha-python 2.1.2 (its real `TwoCaptcha.solve` loop, with `time` and the API client
   replaced by a virtual clock and a fake service: first poll at once, then every 10 s).
 
-All three see the same solve times (seeded draws per type), a service that answers at once
-(zero network latency) and never fails. The solve-time mixes are the emulator's defaults
-(`CaptchaKind::default_solve_time`, triangular within the range): modelled on the docs' and the
-SDK comments' figures, not measured on the live service.
+All see the same solve times (seeded draws per type and mix), a service that answers at once
+(zero network latency) and never fails. The mixes come from `--mixes` (default mixes.json beside
+this file: `modelled`, the emulator's defaults, `CaptchaKind::default_solve_time`, modelled on
+the docs' and the SDK comments' figures; `fast`, `slow` and `bimodal`). None is measured on the
+live service. It ends with issue 22's goal checks and the engine-cost numbers
+(`polling-bench cost`).
 
-Usage: benches/polling/run.sh [--solves N] [--seed S]   (prints a Markdown table)
+Usage: benches/polling/run.sh [--mixes FILE] [--solves N] [--warmup N] [--shift BEFORE AFTER] [--seed S]
+(prints Markdown tables, the goal checks and the engine-cost numbers)
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import math
 import random
 import statistics
 import subprocess
@@ -108,9 +114,38 @@ TYPES = [
 STRUCTURED_ANSWER = {"grid": "[1,4]", "bls": "[1,4]", "geetest": '{"challenge":"c"}', "lemin": '{"answer":"a"}'}
 
 
-def draw(rng: random.Random, lo: float, hi: float, n: int) -> list[float]:
-    """The emulator's draw: the mean of two uniforms within [lo, hi] (milliseconds granularity)."""
-    return [round((rng.uniform(lo, hi) + rng.uniform(lo, hi)) / 2, 3) for _ in range(n)]
+def draw(rng: random.Random, dist: dict, n: int) -> list[float]:
+    """`n` solve times (s, ms granularity) from a mixes-file distribution."""
+    return [round(max(0.001, one(rng, dist)), 3) for _ in range(n)]
+
+
+def one(rng: random.Random, dist: dict) -> float:
+    (kind, p), = dist.items()
+    if kind == "uniform":
+        return rng.uniform(p[0], p[1])
+    if kind == "triangular":
+        return rng.triangular(p[0], p[2], p[1])
+    if kind == "lognormal":
+        return min(p["max"], max(p["min"], rng.lognormvariate(math.log(p["median"]), p["sigma"])))
+    if kind == "mixture":
+        pick = rng.uniform(0, sum(w for w, _ in p))
+        for weight, sub in p:
+            pick -= weight
+            if pick <= 0:
+                return one(rng, sub)
+        return one(rng, p[-1][1])
+    raise ValueError(f"unknown distribution {kind!r}")
+
+
+def describe(dist: dict) -> str:
+    (kind, p), = dist.items()
+    if kind == "uniform":
+        return f"U {p[0]:g}-{p[1]:g}"
+    if kind == "triangular":
+        return f"tri {p[0]:g}-{p[2]:g}"
+    if kind == "lognormal":
+        return f"logn {p['median']:g}±{p['sigma']:g}"
+    return " + ".join(f"{w:g}×({describe(sub)})" for w, sub in p)
 
 
 def run_sdk(row: str, params: dict, solve_s: float) -> tuple[int, float]:
@@ -178,8 +213,9 @@ def run_2captcha(method: str, params: dict, solve_s: float) -> tuple[int, float]
     solver = TwoCaptcha(KEY)
     service = FakeService(clock, solve_s)
     solver.api_client = service
-    timeout = solver.recaptcha_timeout if method == "userrecaptcha" else solver.default_timeout
-    solver.solve(timeout=timeout, method=method, **params)
+    # Its reCAPTCHA timeout (600 s) for every type: its 120 s default would end some slow-mix
+    # solves with a timeout; the timeout never changes when it polls.
+    solver.solve(timeout=solver.recaptcha_timeout, method=method, **params)
     return service.polls, clock.now - service.ready
 
 
@@ -220,77 +256,173 @@ def ranges(seconds: list[int]) -> str:
     return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs) + " s"
 
 
+TIE = 0.005  # relative differences within 0.5% count as equal
+GOAL_CUT = 0.30  # fast, slow, bimodal: at least 30% fewer polls or 30% less mean delay than the table
+GOAL_NEAR = 0.02  # modelled: no worse than the table by more than 2% on either measure
+SETTLE_WITHIN = 100  # solves of the type after a mix shift
+DEADLINE_S = {"image": 60, "grid": 60, "bls": 60, "cloudflare_challenge": 300}  # others: 120 s
+
+
+def ms(seconds: list[float]) -> list[int]:
+    return [round(s * 1000) for s in seconds]
+
+
+def rel(a: float, b: float) -> float:
+    return (a - b) / b if b else (0.0 if a == b else math.inf)
+
+
+def sweep(name: str) -> list[int]:
+    """First waits (s) tried with the table's 5 s polls: 1-60 s by 1 s, then by 5 s to the deadline."""
+    top = DEADLINE_S.get(name, 120) - 5
+    return list(range(1, min(60, top) + 1)) + list(range(65, top + 1, 5))
+
+
+def settle(rows: list[tuple[int, float]], steady: dict, window: int = 50, step: int = 10) -> int | None:
+    """Solves after a shift until every later `window` of solves has mean polls and mean delay no
+    worse than the adaptive engine's steady state on the new mix by more than 15% (plus 0.05
+    polls, 0.25 s); None if that never holds within the run."""
+    def ok(j: int) -> bool:
+        part = rows[j : j + window]
+        polls = statistics.fmean(p for p, _ in part)
+        delay = statistics.fmean(d for _, d in part)
+        return polls <= steady["polls"] * 1.15 + 0.05 and delay <= steady["delay"] * 1.15 + 0.25
+
+    starts = list(range(0, len(rows) - window + 1, step))
+    settled = None
+    for j in reversed(starts):
+        if not ok(j):
+            break
+        settled = j
+    return settled
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--solves", type=int, default=10_000, help="solves per type")
+    ap.add_argument("--solves", type=int, default=2_000, help="measured solves per type and mix")
+    ap.add_argument("--warmup", type=int, default=200, help="solves the adaptive engine learns from first")
+    ap.add_argument("--shift", type=int, nargs=2, default=[300, 600], metavar=("BEFORE", "AFTER"),
+                    help="solves before and after each mix shift")  # fmt: skip
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mixes", type=Path, default=HERE / "mixes.json", help="solve-time mixes (JSON)")
     ap.add_argument("--engine", type=Path, required=True, help="the polling-bench binary")
     args = ap.parse_args()
 
+    mixes = {k: v for k, v in json.loads(args.mixes.read_text()).items() if not k.startswith("_")}
+    rows_of = {row[0]: row for row in TYPES}
+    for mix in mixes.values():
+        unknown = set(mix["types"]) - set(rows_of)
+        if unknown:
+            raise SystemExit(f"{args.mixes}: unknown types {sorted(unknown)}")
     rng = random.Random(args.seed)
-    samples = {name: draw(rng, lo, hi, args.solves) for name, (lo, hi), *_ in TYPES}
     random.seed(args.seed)  # the SDK's jitter uses the global generator
 
-    def engine(first_waits: list[int | None]) -> dict:
-        """Runs every type once per first wait (None: the engine's table); keys `name@wait`."""
-        engine_in = {
-            "types": [
-                {
-                    "name": f"{name}@{wait}",
-                    "task": task,
-                    "solve_ms": [round(s * 1000) for s in samples[name]],
-                    "initial_wait_ms": wait,
-                }
-                for name, _, task, *_ in TYPES
-                for wait in first_waits
-            ]
-        }
-        done = subprocess.run(
-            [str(args.engine)], input=json.dumps(engine_in), capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"polling-bench failed: {done.stderr.strip()}")
-        return json.loads(done.stdout)
+    samples = {m: {t: draw(rng, d, args.warmup + args.solves) for t, d in mix["types"].items()} for m, mix in mixes.items()}
+    entries = []
+    for m, mix in mixes.items():
+        for t in mix["types"]:
+            task, measured = rows_of[t][2], ms(samples[m][t][args.warmup :])
+            entries.append({"name": f"{m}/{t}/fixed", "task": task, "solve_ms": measured})
+            entries.append({"name": f"{m}/{t}/adaptive", "task": task, "solve_ms": ms(samples[m][t]), "adaptive": True})
+            for w in sweep(t):
+                entries.append({"name": f"{m}/{t}@{w}", "task": task, "solve_ms": measured, "initial_wait_ms": w * 1000})
+    shifts = [(a, b) for a in mixes for b in mixes if a != b]
+    for a, b in shifts:
+        for t in mixes[a]["types"]:
+            if t in mixes[b]["types"]:
+                before = draw(rng, mixes[a]["types"][t], args.shift[0])
+                after = draw(rng, mixes[b]["types"][t], args.shift[1])
+                task = rows_of[t][2]
+                entries.append({"name": f"{a}>{b}/{t}", "task": task, "solve_ms": ms(before + after), "adaptive": True})
+    done = subprocess.run([str(args.engine)], input=json.dumps({"types": entries}), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"polling-bench failed: {done.stderr.strip()}")
+    out = json.loads(done.stdout)
+    cost = subprocess.run([str(args.engine), "cost"], capture_output=True, text=True, check=True)
+    cost = json.loads(cost.stdout)
 
-    # The same engine with every first wait from 1 to 40 s (through its config; the poll interval
-    # stays 5 s): which of them are strictly Pareto-better than both others. The engine's table
-    # takes the middle of that range per type (checked on seeds 1-3).
-    waits = [None] + [w * 1000 for w in range(1, 41)]
-    engine_out = engine(waits)
+    def stats(rows: list) -> dict:
+        return summarise([(r[0], r[1] / 1000) for r in rows])
 
-    results = {}
-    winning_waits: dict[str, list[int]] = {}
-    for name, _, _, sdk_row, sdk_params, tc_method, tc_params in TYPES:
-        ms = [round(s * 1000) for s in samples[name]]
-        ours = summarise([(p, d / 1000) for p, d in engine_out[f"{name}@None"]])
-        sdk = summarise([run_sdk(sdk_row, sdk_params, m / 1000) for m in ms])
-        tc = summarise([run_2captcha(tc_method, tc_params, m / 1000) for m in ms])
-        winning_waits[name] = [
-            wait // 1000
-            for wait in waits[1:]
-            # Strictly: no tie allowance here.
-            if all(
-                verdict(summarise([(p, d / 1000) for p, d in engine_out[f"{name}@{wait}"]]), other, 0) == "better"
-                for other in (sdk, tc)
-            )
-        ]
-        results[name] = (ours, sdk, tc)
+    failures: list[str] = []
+    checks = 0
 
-    lo_hi = {name: r for name, r, *_ in TYPES}
-    print(f"{args.solves} solves per type, seed {args.seed}; polls per solve and answer-to-client delay (s): "
-          "mean (p95)\n")  # fmt: skip
-    print("| type | solve time (s) | this engine | official SDK 1.0.1 | 2captcha-python 2.1.2 | vs SDK, vs 2captcha "
-          "| first waits (1-40 s) that beat both |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    cell = lambda r: f"{r['polls']:.2f} polls, {r['delay']:.2f} s ({r['p95']:.2f})"  # noqa: E731
-    for name, (ours, sdk, tc) in results.items():
-        lo, hi = lo_hi[name]
-        print(f"| {name} | {lo:g}-{hi:g} | {cell(ours)} | {cell(sdk)} | {cell(tc)} | "
-              f"{verdict(ours, sdk)}, {verdict(ours, tc)} | {ranges(winning_waits[name])} |")  # fmt: skip
-    mean = lambda i, k: statistics.fmean(r[i][k] for r in results.values())  # noqa: E731
-    overall = [{"polls": mean(i, "polls"), "delay": mean(i, "delay"), "p95": mean(i, "p95")} for i in range(3)]
-    print(f"| all types, equal weight | | {cell(overall[0])} | {cell(overall[1])} | {cell(overall[2])} | "
-          f"{verdict(overall[0], overall[1])}, {verdict(overall[0], overall[2])} | |")  # fmt: skip
+    def check(ok: bool, what: str) -> None:
+        nonlocal checks
+        checks += 1
+        if not ok:
+            failures.append(what)
+
+    cell = lambda r: f"{r['polls']:.2f}, {r['delay']:.2f} s ({r['p95']:.2f})"  # noqa: E731
+    print(f"{args.solves} measured solves per type and mix (the adaptive engine first learns from {args.warmup}), "
+          f"seed {args.seed}, mixes {args.mixes.name}. Cells: polls per solve, answer-to-client delay mean (p95).\n")  # fmt: skip
+    steady = {}
+    for m, mix in mixes.items():
+        print(f"### {m}: {mix.get('description', '')}\n")
+        print("| type | solve time (s) | fixed table | adaptive | official SDK 1.0.1 | 2captcha-python 2.1.2 "
+              "| adaptive vs fixed: polls, delay | adaptive vs SDK, vs 2captcha |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
+        for t, dist in mix["types"].items():
+            _, _, _, sdk_row, sdk_params, tc_method, tc_params = rows_of[t]
+            measured = samples[m][t][args.warmup :]
+            fixed = stats(out[f"{m}/{t}/fixed"])
+            adaptive = stats(out[f"{m}/{t}/adaptive"][args.warmup :])
+            steady[(m, t)] = adaptive
+            sdk = summarise([run_sdk(sdk_row, sdk_params, s) for s in measured])
+            tc = summarise([run_2captcha(tc_method, tc_params, s) for s in measured])
+            dp, dd = rel(adaptive["polls"], fixed["polls"]), rel(adaptive["delay"], fixed["delay"])
+            vs = (verdict(adaptive, sdk, TIE), verdict(adaptive, tc, TIE))
+            print(f"| {t} | {describe(dist)} | {cell(fixed)} | {cell(adaptive)} | {cell(sdk)} | {cell(tc)} "
+                  f"| {dp:+.0%}, {dd:+.0%} | {vs[0]}, {vs[1]} |")  # fmt: skip
+            check(vs == ("better", "better"), f"{m}/{t}: adaptive vs SDK {vs[0]}, vs 2captcha {vs[1]}")
+            if m == "modelled":
+                check(dp <= GOAL_NEAR and dd <= GOAL_NEAR, f"{m}/{t}: {dp:+.1%} polls, {dd:+.1%} delay vs the table")
+            else:
+                # Could any single first wait (with the table's 5 s polls) meet this goal?
+                def meets(r: dict) -> bool:
+                    p, d = rel(r["polls"], fixed["polls"]), rel(r["delay"], fixed["delay"])
+                    return p <= TIE and d <= TIE and (p <= -GOAL_CUT or d <= -GOAL_CUT)
+
+                feasible = [w for w in sweep(t) if meets(stats(out[f"{m}/{t}@{w}"]))]
+                note = f"first waits that would: {ranges(feasible)}" if feasible else "no single first wait would"
+                check(meets(adaptive), f"{m}/{t}: {dp:+.1%} polls, {dd:+.1%} delay vs the table ({note})")
+        print()
+
+    print(f"### Mix shifts: solves of the type until settled (every later window of 50 within 15% of the "
+          f"steady state on the new mix; {args.shift[0]} solves before the shift, {args.shift[1]} after)\n")  # fmt: skip
+    types = list(dict.fromkeys(t for mix in mixes.values() for t in mix["types"]))
+    print("| type | " + " | ".join(f"{a}→{b}" for a, b in shifts) + " |")
+    print("|---|" + "---|" * len(shifts))
+    settled_n = total_n = 0
+    for t in types:
+        cells = []
+        for a, b in shifts:
+            key = f"{a}>{b}/{t}"
+            if key not in out:
+                cells.append("")
+                continue
+            after = [(r[0], r[1] / 1000) for r in out[key][args.shift[0] :]]
+            n = settle(after, steady[(b, t)])
+            total_n += 1
+            ok = n is not None and n <= SETTLE_WITHIN
+            settled_n += ok
+            check(ok, f"shift {a}→{b}/{t}: {'not settled' if n is None else f'settled after {n}'}")
+            cells.append("never" if n is None else str(n))
+        print(f"| {t} | " + " | ".join(cells) + " |")
+    print(f"\n{settled_n} of {total_n} shifts settled within {SETTLE_WITHIN} solves.\n")
+
+    biggest = max(cost["model_bytes"].values())
+    print("### Engine cost (native release build, wall-clock means; the component's budget is 8 µs per canned solve)\n")
+    print(f"- canned solve (submit, 3 not-ready polls, answer): {cost['solve_ns'] / 1000:.2f} µs without a model, "
+          f"{cost['solve_with_model_ns'] / 1000:.2f} µs created with a warmed model")  # fmt: skip
+    print(f"- observe: {cost['observe_ns'] / 1000:.3f} µs; parsing a model's text: {cost['parse_ns'] / 1000:.2f} µs")
+    print(f"- model text per type after 1,000 observations: at most {biggest} B "
+          f"({', '.join(f'{k} {v}' for k, v in cost['model_bytes'].items())})\n")  # fmt: skip
+    check(cost["solve_with_model_ns"] <= 8_000, f"a canned solve with a model takes {cost['solve_with_model_ns']:.0f} ns")
+    check(biggest <= 1024, f"a model's text is {biggest} B")
+
+    print(f"### Goal checks: {checks - len(failures)} of {checks} pass, {len(failures)} fail\n")
+    for f in failures:
+        print(f"- FAIL {f}")
     return 0
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Polling-schedule benchmark (issue 10): polls per solve and answer-to-client delay per captcha
-# type for this engine's tables (native engine, virtual clock), the official captchaai 1.0.1
-# SDK's defaults and 2captcha-python 2.1.2's (each driven through its own code on a virtual
-# clock). Makes its venv under target/polling-venv. Prints a Markdown table.
-# Usage: benches/polling/run.sh [--solves N] [--seed S]   (~1 minute after the build)
+# Polling-schedule benchmark (issues 10 and 22): polls per solve and answer-to-client delay per
+# captcha type and solve-time mix (benches/polling/mixes.json unless --mixes) for this engine
+# (fixed tables, and adaptive; native engine, virtual clock), the official captchaai 1.0.1 SDK's
+# defaults and 2captcha-python 2.1.2's (each driven through its own code on a virtual clock);
+# then mix shifts, issue 22's goal checks and the engine-cost numbers. Makes its venv under
+# target/polling-venv. Prints Markdown.
+# Usage: benches/polling/run.sh [--mixes FILE] [--solves N] [--warmup N] [--seed S]   (a few minutes)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --quiet --manifest-path benches/polling/Cargo.toml --target-dir target/polling
