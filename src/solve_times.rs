@@ -109,7 +109,7 @@ impl SolveTimes {
         if solution.polls > 1 && first_poll < table {
             // An early first poll found nothing: wait at least a little longer, or, when the
             // answer came after the table's first wait, the table's.
-            let floor = if late { table } else { first_poll.saturating_add(interval / 4).min(elapsed) };
+            let floor = if late { table } else { first_poll.saturating_add(interval / 4).min(elapsed).min(table) };
             self.floor_ms = self.floor_ms.max(floor);
         }
         if late {
