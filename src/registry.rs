@@ -633,9 +633,9 @@ pub(crate) struct AdaptiveRule {
 /// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
-    quantile_permille: 50,
+    quantile_permille: 40,
     weight: 1024,
-    decay: 32,
+    decay: 24,
     fast_step: 32,
     floor_decay: 2048,
     calm: 20,
