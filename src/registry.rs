@@ -609,6 +609,11 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   came too early) goes back up to that answer's elapsed time, which then stays a floor that
 ///   decays by `1/floor_decay` of itself per observation: polls never become more frequent.
 ///
+/// - **Gap** (two groups of solve times): when the first poll finds nothing, the second waits
+///   until the `quantile` of the `L` from the first wait on, if that is more than one interval
+///   after the first poll (and before the deadline); later polls keep the row's interval. A solve
+///   with such a second wait writes version 3 snapshots, which keep it.
+///
 /// Every first wait is within [`crate::config::INITIAL_WAIT_MS`] and before the deadline by at
 /// least one poll interval; polls stay at least the row's interval apart. The rule reads only
 /// the model: the same model gives the same requests.
@@ -616,7 +621,7 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 pub(crate) struct AdaptiveRule {
     /// Observations of a type before the model is used.
     pub min_observations: u32,
-    /// The quantile of `L`, in thousandths, the late rule waits for.
+    /// The quantile of `L`, in thousandths, the late and gap rules wait for.
     pub quantile_permille: u64,
     /// Each observation adds this weight; every weight decays by `1/decay` per observation.
     pub weight: u32,

@@ -1,4 +1,5 @@
-//! The snapshot format: `{"format":"captchaai-engine/solve","version":2,"task":{..},"config":{..},"state":{..}}`.
+//! The snapshot format: `{"format":"captchaai-engine/solve","version":2,"task":{..},"config":{..},"state":{..}}`
+//! (version 3 when the solve has a learned second wait: `"second_wait_ms":..` before the state).
 //!
 //! The task is stored as canonical task JSON and validated again on restore; the API key is never
 //! stored. Any change to the state's shape ([`crate::state`]) needs a new version. Written and read
@@ -20,6 +21,10 @@ pub(crate) const FORMAT: &str = "captchaai-engine/solve";
 /// The snapshot version this engine writes. It also reads version 1 (engine 0.1), whose
 /// in-flight request is sent again.
 pub(crate) const VERSION: u64 = 2;
+/// The version written instead when the solve has a learned second wait
+/// ([`crate::SolveTimes`]): version 2 plus `second_wait_ms` before the state. Solves without one
+/// keep writing version 2, byte for byte as before.
+pub(crate) const GAP_VERSION: u64 = 3;
 
 /// Why a snapshot could not be restored.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -65,6 +70,8 @@ struct Head<'a> {
     version: u64,
     task: &'a Task,
     config: &'a Config,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    second_wait_ms: Option<u64>,
     /// Written as null, which [`prefix`] cuts off: [`write`] appends the state in its place.
     state: (),
 }
@@ -78,7 +85,18 @@ struct Snapshot {
     version: u64,
     task: Task,
     config: Config,
+    #[serde(default)]
+    second_wait_ms: Option<u64>,
     state: StateJson,
+}
+
+/// What a snapshot restores.
+pub(crate) struct Restored {
+    pub task: Task,
+    pub config: Config,
+    /// The learned second wait (version 3).
+    pub second_wait_ms: Option<u64>,
+    pub state: State,
 }
 
 /// The `format` field, which must be [`FORMAT`].
@@ -93,8 +111,9 @@ impl<'de> Deserialize<'de> for Format {
 
 /// The snapshot text up to the state: `{"format":..,"version":2,"task":..,"config":..,"state":`.
 /// It never changes during a solve, so a solve computes it once.
-pub(crate) fn prefix(task: &Task, config: &Config) -> String {
-    let head = Head { format: FORMAT, version: VERSION, task, config, state: () };
+pub(crate) fn prefix(task: &Task, config: &Config, second_wait_ms: Option<u64>) -> String {
+    let version = if second_wait_ms.is_some() { GAP_VERSION } else { VERSION };
+    let head = Head { format: FORMAT, version, task, config, second_wait_ms, state: () };
     let text = serde_json::to_string(&head).unwrap_or_default();
     text.strip_suffix("null}").map(str::to_owned).unwrap_or(text)
 }
@@ -123,7 +142,7 @@ pub(crate) fn state(state: &State) -> String {
 
 /// Reads a snapshot kept as its two parts ([`base`] and [`state`]): the same checks as [`read`]
 /// on the whole they make.
-pub(crate) fn read_parts(base: &str, state: &str) -> Result<(Task, Config, State), RestoreError> {
+pub(crate) fn read_parts(base: &str, state: &str) -> Result<Restored, RestoreError> {
     for part in [base, state] {
         match serde_json::from_str::<serde::de::IgnoredAny>(part) {
             Ok(_) => {}
@@ -137,11 +156,19 @@ pub(crate) fn read_parts(base: &str, state: &str) -> Result<(Task, Config, State
 
 /// Reads a snapshot in one typed pass. Only when that fails is the text read again, to say why:
 /// truncated, not JSON, foreign, another version, or invalid content.
-pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
+pub(crate) fn read(text: &str) -> Result<Restored, RestoreError> {
     let error = match serde_json::from_str::<Snapshot>(text) {
-        Ok(snapshot) if matches!(snapshot.version, 1 | VERSION) => {
+        Ok(snapshot) if matches!(snapshot.version, 1 | VERSION | GAP_VERSION) => {
+            if snapshot.second_wait_ms.is_some() != (snapshot.version == GAP_VERSION) {
+                return Err(RestoreError::Invalid("second_wait_ms belongs to version 3 snapshots only".into()));
+            }
             let state = snapshot.state.into_state(snapshot.version).map_err(RestoreError::Invalid)?;
-            return Ok((snapshot.task, snapshot.config, state));
+            return Ok(Restored {
+                task: snapshot.task,
+                config: snapshot.config,
+                second_wait_ms: snapshot.second_wait_ms,
+                state,
+            });
         }
         Ok(snapshot) => return Err(RestoreError::UnsupportedVersion(snapshot.version)),
         Err(e) if e.is_eof() => return Err(RestoreError::Truncated),
@@ -153,7 +180,7 @@ pub(crate) fn read(text: &str) -> Result<(Task, Config, State), RestoreError> {
         return Err(RestoreError::Foreign);
     }
     match value.get("version").and_then(Value::as_u64) {
-        Some(1 | VERSION) => Err(RestoreError::Invalid(error.to_string())),
+        Some(1 | VERSION | GAP_VERSION) => Err(RestoreError::Invalid(error.to_string())),
         Some(other) => Err(RestoreError::UnsupportedVersion(other)),
         None => Err(RestoreError::Invalid("missing version".into())),
     }

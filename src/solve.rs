@@ -56,6 +56,9 @@ pub struct Solve {
     task: Task,
     config: Config,
     timings: Timings,
+    /// After a first poll that finds nothing, the wait before the second (longer than the poll
+    /// interval), where a [`SolveTimes`] model learned a gap in the solve times.
+    second_wait_ms: Option<u64>,
     derived: Derived,
     state: State,
 }
@@ -120,10 +123,15 @@ impl Solve {
             }
             _ => None,
         };
-        match learned {
-            Some(wait) => Solve::new(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now),
-            None => Solve::new(task, key, config, now),
-        }
+        let mut solve = match learned {
+            Some(wait) => Solve::new(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now)?,
+            None => Solve::new(task, key, config, now)?,
+        };
+        let Timings { initial_wait_ms, poll_interval_ms, deadline_ms } = solve.timings;
+        solve.second_wait_ms = model
+            .second_wait_ms(initial_wait_ms)
+            .filter(|&gap| gap > poll_interval_ms && initial_wait_ms.saturating_add(gap) < deadline_ms);
+        Ok(solve)
     }
 
     /// Validates task JSON, key and config together, as every host-facing interface does: any
@@ -150,11 +158,16 @@ impl Solve {
         Solve::restored(key, snapshot::read_parts(base, state)?)
     }
 
-    fn restored(key: ApiKey, (task, config, state): (Task, Config, State)) -> Result<Solve, RestoreError> {
+    fn restored(key: ApiKey, restored: snapshot::Restored) -> Result<Solve, RestoreError> {
+        let snapshot::Restored { task, config, second_wait_ms, state } = restored;
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
         check_state(&state, &config)?;
-        let solve = Solve::assemble(key, task, config, timings, state);
+        if second_wait_ms.is_some_and(|gap| gap <= timings.poll_interval_ms || gap >= timings.deadline_ms) {
+            return Err(RestoreError::Invalid("second_wait_ms is out of range".into()));
+        }
+        let mut solve = Solve::assemble(key, task, config, timings, state);
+        solve.second_wait_ms = second_wait_ms;
         match solve.state.phase {
             // The engine never schedules a step at or after the deadline: such a state is forged.
             Phase::Ready { at, .. } if solve.deadline().is_some_and(|deadline| at >= deadline) => {
@@ -181,7 +194,7 @@ impl Solve {
             poll_body: None,
             snapshot_prefix: Default::default(),
         };
-        Solve { key, task, config, timings, derived, state }
+        Solve { key, task, config, timings, second_wait_ms: None, derived, state }
     }
 
     /// The whole in-flight state as a small versioned JSON string, without the key. It does
@@ -204,7 +217,7 @@ impl Solve {
     }
 
     fn snapshot_prefix(&self) -> &str {
-        self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config))
+        self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config, self.second_wait_ms))
     }
 
     /// The validated task.
@@ -468,7 +481,19 @@ impl Solve {
         match (action, step) {
             (Action::PollAgain, Step::Poll) => {
                 self.state.poll_errors = 0;
-                self.schedule(Step::Poll, now.saturating_add(self.timings.poll_interval_ms), None);
+                let wait = match self.second_wait_ms {
+                    // The first poll of the first task found nothing: skip the learned gap, unless
+                    // that would pass the deadline.
+                    Some(gap)
+                        if self.state.polls == 1
+                            && self.state.attempt == 1
+                            && self.deadline().is_none_or(|deadline| now.saturating_add(gap) < deadline) =>
+                    {
+                        gap
+                    }
+                    _ => self.timings.poll_interval_ms,
+                };
+                self.schedule(Step::Poll, now.saturating_add(wait), None);
             }
             (Action::Retry, Step::Poll) => {
                 self.state.poll_errors = self.state.poll_errors.saturating_add(1);

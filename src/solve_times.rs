@@ -142,23 +142,46 @@ impl SolveTimes {
         Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
     }
 
+    /// The wait after a first poll at `first_wait_ms` that found nothing, when the model puts
+    /// almost no answers soon after it (a gap between two groups of solve times): the
+    /// [`crate::registry::ADAPTIVE`] quantile of the lower bounds from the first poll on, less the
+    /// first wait. `None` (the regular interval) when that is no more than the interval, or under
+    /// the minimum of observations.
+    pub(crate) fn second_wait_ms(&self, first_wait_ms: u64) -> Option<u64> {
+        if self.observations < ADAPTIVE.min_observations {
+            return None;
+        }
+        let later = &self.weights[bucket(first_wait_ms)..];
+        let edge = quantile(later, ADAPTIVE.quantile_permille)? + lower_edge_ms(bucket(first_wait_ms));
+        let gap = edge.saturating_sub(first_wait_ms);
+        (gap > self.spec.poll_interval_ms).then_some(gap)
+    }
+
     /// The `permille` quantile (0-1000) of the observed lower bounds of the submit-to-ready
     /// time, as its bucket's lower edge in ms; `None` with nothing observed or forgotten.
     pub fn quantile_ms(&self, permille: u64) -> Option<u64> {
-        let total: u64 = self.weights.iter().map(|&w| u64::from(w)).sum();
-        if total == 0 {
-            return None;
-        }
-        let target = total.saturating_mul(permille.min(1000)) / 1000;
-        let mut seen = 0;
-        for (index, &weight) in self.weights.iter().enumerate() {
-            seen += u64::from(weight);
-            if weight > 0 && seen > target {
-                return Some(lower_edge_ms(index));
-            }
-        }
-        self.weights.iter().rposition(|&w| w > 0).map(lower_edge_ms)
+        quantile(&self.weights, permille)
     }
+}
+
+/// The `permille` quantile of decayed weights over buckets, as ms from the first bucket's lower
+/// edge to the quantile's bucket's; `None` when all weights are zero.
+fn quantile(weights: &[u32], permille: u64) -> Option<u64> {
+    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+    if total == 0 {
+        return None;
+    }
+    let target = total.saturating_mul(permille.min(1000)) / 1000;
+    let mut seen = 0;
+    let offset = BUCKETS - weights.len();
+    let index = weights
+        .iter()
+        .position(|&weight| {
+            seen += u64::from(weight);
+            weight > 0 && seen > target
+        })
+        .or_else(|| weights.iter().rposition(|&w| w > 0))?;
+    Some(lower_edge_ms(offset + index) - lower_edge_ms(offset))
 }
 
 /// The bucket of a time in ms.

@@ -130,6 +130,38 @@ fn a_short_deadline_keeps_the_learned_first_wait_before_it() {
     assert!(sent.iter().all(|(_, at)| *at < 30_000), "{sent:?}");
 }
 
+/// Solves that come in two groups (3 s and 60 s): after a first poll that finds nothing, the
+/// second skips the gap; a snapshot (version 3) keeps it, and the restored solve sends the same.
+#[test]
+fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
+    let mut model = SolveTimes::new("turnstile").unwrap();
+    for i in 0..60 {
+        let ready = if i % 2 == 0 { 3_000 } else { 60_000 };
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
+        model.observe(&solved.unwrap());
+    }
+    let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), 60_000);
+    let polls: Vec<u64> = sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect();
+    assert!(polls[1] - polls[0] > 20_000, "{polls:?}");
+    assert!(polls.windows(2).skip(1).all(|w| w[1] - w[0] == 5_000), "{polls:?}");
+
+    let task = Task::from_json(TURNSTILE).unwrap();
+    let mut solve = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, T0).unwrap();
+    let Output::Send(submit) = solve.poll_output(T0).unwrap() else { panic!() };
+    let Output::Send(first) = solve.handle_response(T0, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap()
+    else {
+        panic!()
+    };
+    let snapshot = solve.snapshot();
+    assert!(snapshot.contains(r#""version":3"#) && snapshot.contains("second_wait_ms"), "{snapshot}");
+    let mut restored = Solve::restore(&snapshot, KEY).unwrap();
+    let a = solve.handle_response(first.at, first.id, 200, b"CAPCHA_NOT_READY").unwrap();
+    let b = restored.handle_response(first.at, first.id, 200, b"CAPCHA_NOT_READY").unwrap();
+    assert_eq!(a, b);
+    let Output::Send(second) = a else { panic!() };
+    assert_eq!(second.at - first.at, polls[1] - polls[0]);
+}
+
 #[test]
 fn resubmitted_and_pollless_solves_are_not_observed() {
     let mut model = SolveTimes::new("turnstile").unwrap();
