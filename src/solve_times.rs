@@ -94,6 +94,8 @@ impl SolveTimes {
         }
         let (table, interval) = (self.spec.initial_wait_ms, self.spec.poll_interval_ms);
         let elapsed = solution.elapsed_ms;
+        // The first wait this model gave (the solve was most likely created with it).
+        let used = self.first_wait_ms().unwrap_or(table);
         for weight in &mut self.weights {
             *weight = weight.saturating_sub((*weight / ADAPTIVE.decay).max(1));
         }
@@ -103,17 +105,18 @@ impl SolveTimes {
         *slot = slot.saturating_add(ADAPTIVE.weight);
         self.observations = self.observations.saturating_add(1);
 
-        // When the first poll went out, if the polls after it were the regular ones.
-        let first_poll = elapsed.saturating_sub(u64::from(solution.polls - 1).saturating_mul(interval));
-        let late = elapsed > table.saturating_add(interval / 2);
-        if solution.polls > 1 && first_poll < table {
+        // Late: answered after the table's first wait. With a gap after the table's first wait
+        // (two groups of solve times), late answers belong to the later group, which the second
+        // wait serves, and say nothing about the early one.
+        let gap = self.second_wait_ms(table).is_some();
+        let late = elapsed > table.saturating_add(interval / 2) && !gap;
+        if solution.polls > 1 && used < table && (solution.polls == 2 || !gap) {
             // An early first poll found nothing: wait at least a little longer, or, when the
             // answer came after the table's first wait, the table's.
-            let floor = if late { table } else { first_poll.saturating_add(interval / 4).min(elapsed).min(table) };
+            let floor = if late { table } else { used.saturating_add(interval / 4).min(table) };
             self.floor_ms = self.floor_ms.max(floor);
         }
         if late {
-            // Answered after the table's first wait: not an early mix (now).
             self.calm = 0;
         } else {
             self.calm = self.calm.saturating_add(1);
