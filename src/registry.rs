@@ -639,9 +639,9 @@ pub(crate) struct AdaptiveRule {
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
     quantile_permille: 40,
-    weight: 1024,
+    weight: 256,
     decay: 24,
-    fast_step: 32,
+    fast_step: 16,
     floor_decay: 2048,
     calm: 20,
 };

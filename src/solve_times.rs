@@ -7,6 +7,7 @@
 //! solves with [`crate::Solve::with_solve_times`]; the text form ([`SolveTimes`]'s `Display`
 //! and `FromStr`) is versioned JSON of a few hundred bytes.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -16,6 +17,7 @@ use thiserror::Error;
 use crate::config::INITIAL_WAIT_MS;
 use crate::outcome::Solution;
 use crate::registry::{self, ADAPTIVE, TypeSpec};
+use crate::text;
 
 /// Identifies the text form.
 const FORMAT: &str = "captchaai-engine/solve-times";
@@ -57,6 +59,8 @@ pub struct SolveTimes {
     calm: u32,
     /// Decayed weights of the observed lower bounds of the submit-to-ready time.
     weights: [u32; BUCKETS],
+    /// The same, of the solves whose first poll found nothing only (true lower bounds).
+    missed: [u32; BUCKETS],
 }
 
 impl SolveTimes {
@@ -71,6 +75,7 @@ impl SolveTimes {
             floor_ms: 0,
             calm: 0,
             weights: [0; BUCKETS],
+            missed: [0; BUCKETS],
         })
     }
 
@@ -96,13 +101,20 @@ impl SolveTimes {
         let elapsed = solution.elapsed_ms;
         // The first wait this model gave (the solve was most likely created with it).
         let used = self.first_wait_ms().unwrap_or(table);
-        for weight in &mut self.weights {
-            *weight = weight.saturating_sub((*weight / ADAPTIVE.decay).max(1));
+        for weight in self.weights.iter_mut().chain(self.missed.iter_mut()) {
+            // Decayed, and forgotten below an eighth of one observation (a short text form).
+            *weight -= *weight / ADAPTIVE.decay;
+            if *weight < ADAPTIVE.weight / 8 {
+                *weight = 0;
+            }
         }
         // A lower bound of the ready time: the answer was not there one poll earlier (for one
         // found at the first poll, the same guess).
-        let slot = &mut self.weights[bucket(elapsed.saturating_sub(interval))];
-        *slot = slot.saturating_add(ADAPTIVE.weight);
+        let index = bucket(elapsed.saturating_sub(interval));
+        self.weights[index] = self.weights[index].saturating_add(ADAPTIVE.weight);
+        if solution.polls > 1 {
+            self.missed[index] = self.missed[index].saturating_add(ADAPTIVE.weight);
+        }
         self.observations = self.observations.saturating_add(1);
 
         // Late: answered after the table's first wait. With a gap after the table's first wait
@@ -147,14 +159,15 @@ impl SolveTimes {
 
     /// The wait after a first poll at `first_wait_ms` that found nothing, when the model puts
     /// almost no answers soon after it (a gap between two groups of solve times): the
-    /// [`crate::registry::ADAPTIVE`] quantile of the lower bounds from the first poll on, less the
+    /// [`crate::registry::ADAPTIVE`] quantile of the lower bounds of the solves whose first poll
+    /// found nothing, from the first poll on, less the
     /// first wait. `None` (the regular interval) when that is no more than the interval, or under
     /// the minimum of observations.
     pub(crate) fn second_wait_ms(&self, first_wait_ms: u64) -> Option<u64> {
         if self.observations < ADAPTIVE.min_observations {
             return None;
         }
-        let later = &self.weights[bucket(first_wait_ms)..];
+        let later = &self.missed[bucket(first_wait_ms)..];
         let edge = quantile(later, ADAPTIVE.quantile_permille)? + lower_edge_ms(bucket(first_wait_ms));
         let gap = edge.saturating_sub(first_wait_ms);
         (gap > self.spec.poll_interval_ms).then_some(gap)
@@ -187,6 +200,41 @@ fn quantile(weights: &[u32], permille: u64) -> Option<u64> {
     Some(lower_edge_ms(offset + index) - lower_edge_ms(offset))
 }
 
+/// Weights as text: `bucket:weight` of the buckets with weight, in bucket order, comma-separated.
+fn sparse(weights: &[u32; BUCKETS]) -> String {
+    let mut text = String::new();
+    for (index, weight) in weights.iter().enumerate().filter(|(_, w)| **w > 0) {
+        if !text.is_empty() {
+            text.push(',');
+        }
+        text.push_str(itoa::Buffer::new().format(index));
+        text.push(':');
+        text.push_str(itoa::Buffer::new().format(*weight));
+    }
+    text
+}
+
+/// Weights from [`sparse`]'s text: buckets in order, each weight at most the steady state of
+/// one observation each time.
+fn dense(text: &str) -> Result<[u32; BUCKETS], SolveTimesError> {
+    let most = ADAPTIVE.weight.saturating_mul(ADAPTIVE.decay).saturating_mul(2);
+    let mut weights = [0; BUCKETS];
+    let mut last = None;
+    for entry in text.split(',').filter(|_| !text.is_empty()) {
+        let bad = || {
+            SolveTimesError::Invalid(format!("weight `{}` is malformed, out of range or order", text::clip(entry, 40)))
+        };
+        let (index, weight) = entry.split_once(':').ok_or_else(bad)?;
+        let (index, weight) = (index.parse::<usize>().map_err(|_| bad())?, weight.parse::<u32>().map_err(|_| bad())?);
+        if index >= BUCKETS || last.is_some_and(|l| index <= l) || weight == 0 || weight > most {
+            return Err(bad());
+        }
+        weights[index] = weight;
+        last = Some(index);
+    }
+    Ok(weights)
+}
+
 /// The bucket of a time in ms.
 fn bucket(ms: u64) -> usize {
     let seconds = ms / 1_000;
@@ -212,16 +260,18 @@ struct Text<'a> {
     fast_ms: u64,
     floor_ms: u64,
     calm: u32,
-    /// `[bucket, weight]` of the buckets with weight, in bucket order.
-    hist: Vec<(usize, u32)>,
+    /// `bucket:weight,..` of the buckets with weight, in bucket order.
+    hist: Cow<'a, str>,
+    /// The same, of the solves whose first poll found nothing.
+    missed: Cow<'a, str>,
 }
 
 impl fmt::Display for SolveTimes {
     /// `{"format":"captchaai-engine/solve-times","version":1,"type":..,"n":..,"fast_ms":..,
-    /// "floor_ms":..,"calm":..,"hist":[[bucket,weight],..]}`: at most about 1 KiB (weights decay to zero
-    /// within about 50 observations, so few buckets hold weight).
+    /// "floor_ms":..,"calm":..,"hist":"bucket:weight,..","missed":".."}`: at most 1 KiB (a weight
+    /// is forgotten about 50 observations after it was added, so few buckets hold one).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hist = self.weights.iter().enumerate().filter(|(_, w)| **w > 0).map(|(i, w)| (i, *w)).collect();
+        let (hist, missed) = (sparse(&self.weights).into(), sparse(&self.missed).into());
         let text = Text {
             format: FORMAT,
             version: VERSION,
@@ -231,6 +281,7 @@ impl fmt::Display for SolveTimes {
             floor_ms: self.floor_ms,
             calm: self.calm,
             hist,
+            missed,
         };
         f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
     }
@@ -259,15 +310,10 @@ impl FromStr for SolveTimes {
         if !(INITIAL_WAIT_MS.min..=table).contains(&read.fast_ms) || read.floor_ms > table {
             return Err(invalid(format!("fast_ms or floor_ms out of range (at most {table})")));
         }
-        // The most a bucket can hold: the steady state of one observation each time.
-        let most = ADAPTIVE.weight.saturating_mul(ADAPTIVE.decay).saturating_mul(2);
-        let mut last = None;
-        for (index, weight) in read.hist {
-            if index >= BUCKETS || last.is_some_and(|l| index <= l) || weight == 0 || weight > most {
-                return Err(invalid(format!("hist entry [{index},{weight}] is out of range or order")));
-            }
-            model.weights[index] = weight;
-            last = Some(index);
+        model.weights = dense(&read.hist)?;
+        model.missed = dense(&read.missed)?;
+        if model.missed.iter().zip(&model.weights).any(|(m, w)| m > w) {
+            return Err(invalid("missed holds more than hist".into()));
         }
         model.observations = read.n;
         model.fast_ms = read.fast_ms;

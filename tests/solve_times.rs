@@ -185,8 +185,10 @@ fn bad_text_is_a_typed_error() {
         (good.replace("turnstile", "hcaptcha"), |e| matches!(e, SolveTimesError::Invalid(_))),
         (good.replace("\"n\":", "\"extra\":1,\"n\":"), |e| matches!(e, SolveTimesError::Invalid(_))),
         (good.replace("\"fast_ms\":", "\"fast_ms\":9999999,\"x\":"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"hist\":[", "\"hist\":[[500,1],"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"hist\":[", "\"hist\":[[0,0],"), |e| matches!(e, SolveTimesError::Invalid(_))),
+        (good.replace("\"hist\":\"", "\"hist\":\"500:1,"), |e| matches!(e, SolveTimesError::Invalid(_))),
+        (good.replace("\"hist\":\"", "\"hist\":\"0:0,"), |e| matches!(e, SolveTimesError::Invalid(_))),
+        (good.replace("\"hist\":\"", "\"hist\":\"x,"), |e| matches!(e, SolveTimesError::Invalid(_))),
+        (good.replace("\"missed\":\"", "\"missed\":\"127:99999,"), |e| matches!(e, SolveTimesError::Invalid(_))),
     ];
     for (text, expected) in cases {
         let error = text.parse::<SolveTimes>().expect_err(&text);
