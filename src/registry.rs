@@ -591,43 +591,47 @@ pub(crate) const TYPES: &[TypeSpec] = &[
     },
 ];
 
-/// The adaptive first-wait rule: how a [`crate::SolveTimes`] model of a type's solve times
-/// turns into the first wait of a solve created with it (the poll interval stays the row's).
+/// The adaptive polling rule: how a [`crate::SolveTimes`] model of a type's solve times turns
+/// into the first wait of a solve created with it, and the wait after a first poll that found
+/// nothing (every later poll keeps the row's interval).
 ///
-/// Each finished solve gives a lower bound `L` of its submit-to-ready time `T`: `elapsed - poll
-/// interval` (the answer was not there one poll earlier; for an answer at the first poll, the
-/// same guess just below it). The model keeps `L` in a decayed histogram and, separately, a
-/// learned early wait, `fast`. With `n` observations:
+/// Each finished solve (one attempt) gives `L`, a lower bound of its submit-to-ready time:
+/// `elapsed - poll interval` (for an answer found at the first poll, the same guess just below
+/// it). The model keeps `L` in a decayed histogram, and in a second one for the solves whose
+/// first poll found nothing; `late` means answered more than half an interval after the row's
+/// first wait. With `n` observations:
 ///
-/// - `n < min_observations`: the row's first wait, unchanged.
-/// - **Late** (solves take longer than the row's first wait): when the `quantile` of `L` is
-///   above the row's first wait, that quantile (its bucket's lower edge): the polls before it
-///   would nearly always find nothing.
-/// - **Early** (solves are done before the row's first wait): otherwise `fast`, never above the
-///   row's first wait. `fast` starts at the row's first wait, drops by `1/fast_step` of itself
-///   after each answer found at the first poll, and after an answer found later (the first poll
-///   came too early) goes back up to that answer's elapsed time, which then stays a floor that
-///   decays by `1/floor_decay` of itself per observation: polls never become more frequent.
-///
-/// - **Gap** (two groups of solve times): when the first poll finds nothing, the second waits
-///   until the `quantile` of the `L` from the first wait on, if that is more than one interval
-///   after the first poll (and before the deadline); later polls keep the row's interval. A solve
-///   with such a second wait writes version 3 snapshots, which keep it.
+/// - `n < min_observations`: the row's first wait, unchanged, and no second wait.
+/// - **Late mix**: when the `quantile` of `L` is above the row's first wait, that quantile (its
+///   bucket's lower edge) is the first wait: the polls before it would nearly always find
+///   nothing.
+/// - **Early mix**: otherwise, after `calm` observations in a row that were not late, a learned
+///   early wait, `fast` (else the row's first wait). `fast` starts at the row's first wait and
+///   drops by `1/fast_step` of itself with each answer found at the first poll while calm. A
+///   first poll earlier than the row's that found nothing leaves a floor under `fast`: a quarter
+///   interval above that first poll, or the row's first wait if the answer was late; the floor
+///   decays by `1/floor_decay` of itself per observation.
+/// - **Gap** (two groups of solve times): when the `quantile` of the second histogram from the
+///   first wait on is more than one interval after it, the second poll waits until then (if
+///   before the deadline). Late answers then belong to the later group: they do not break
+///   `calm`, and only misses answered by the second poll leave a floor. A solve with such a
+///   second wait writes version 3 snapshots, which keep it.
 ///
 /// Every first wait is within [`crate::config::INITIAL_WAIT_MS`] and before the deadline by at
 /// least one poll interval; polls stay at least the row's interval apart. The rule reads only
-/// the model: the same model gives the same requests.
+/// the model, in integers: the same model gives the same requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct AdaptiveRule {
     /// Observations of a type before the model is used.
     pub min_observations: u32,
     /// The quantile of `L`, in thousandths, the late and gap rules wait for.
     pub quantile_permille: u64,
-    /// Each observation adds this weight; every weight decays by `1/decay` per observation.
+    /// Each observation adds this weight; every weight decays by `1/decay` per observation and
+    /// is forgotten below an eighth of it.
     pub weight: u32,
     /// The decay divisor (the model remembers about this many recent observations).
     pub decay: u32,
-    /// `fast` drops by `fast / fast_step` after each answer found at the first poll.
+    /// `fast` drops by `fast / fast_step` after each answer found at the first poll while calm.
     pub fast_step: u64,
     /// The floor left by an early miss drops by `floor / floor_decay` per observation.
     pub floor_decay: u64,

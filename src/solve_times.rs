@@ -1,5 +1,5 @@
-//! A learned model of one captcha type's solve times, and the first wait it gives: the data
-//! half of adaptive polling (the rule's constants and its description are
+//! A learned model of one captcha type's solve times, and the first and second waits it gives:
+//! the data half of adaptive polling (the rule's constants and its description are
 //! [`crate::registry::ADAPTIVE`], beside the type table).
 //!
 //! Plain data and pure arithmetic on integers: no clock, no randomness, no key or token (only
@@ -160,9 +160,8 @@ impl SolveTimes {
     /// The wait after a first poll at `first_wait_ms` that found nothing, when the model puts
     /// almost no answers soon after it (a gap between two groups of solve times): the
     /// [`crate::registry::ADAPTIVE`] quantile of the lower bounds of the solves whose first poll
-    /// found nothing, from the first poll on, less the
-    /// first wait. `None` (the regular interval) when that is no more than the interval, or under
-    /// the minimum of observations.
+    /// found nothing, from the first poll on, less the first wait. `None` (the regular interval)
+    /// when that is no more than the interval, or under the minimum of observations.
     pub(crate) fn second_wait_ms(&self, first_wait_ms: u64) -> Option<u64> {
         if self.observations < ADAPTIVE.min_observations {
             return None;

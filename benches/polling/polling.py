@@ -336,6 +336,14 @@ def main() -> int:
                 entries.append({"name": f"{a}>{b}/{t}", "task": task, "solve_ms": ms(before + after), "adaptive": True})
                 # The reference: a model warmed on the new mix, on the same solves after the shift.
                 entries.append({"name": f"{b}>{b}/{a}/{t}", "task": task, "solve_ms": ms(warm + after), "adaptive": True})
+    # Controls: no shift, two models warmed on the same mix with different draws, on the same
+    # solves: how often the settle test fails with nothing to settle (the rule's own spread).
+    for m, mix in mixes.items():
+        for t, dist in mix["types"].items():
+            after = draw(rng, dist, args.shift[1])
+            for twin in "ab":
+                warm = draw(rng, dist, args.shift[0])
+                entries.append({"name": f"control/{m}/{t}/{twin}", "task": rows_of[t][2], "solve_ms": ms(warm + after), "adaptive": True})  # fmt: skip
     done = subprocess.run([str(args.engine)], input=json.dumps({"types": entries}), capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"polling-bench failed: {done.stderr.strip()}")
@@ -414,6 +422,21 @@ def main() -> int:
             cells.append("never" if n is None else str(n))
         print(f"| {t} | " + " | ".join(cells) + " |")
     print(f"\n{settled_n} of {total_n} shifts settled within {SETTLE_WITHIN} solves.\n")
+    control_ok, control_n, control_bad = 0, 0, []
+    for m, mix in mixes.items():
+        for t in mix["types"]:
+            a, b = ([(r[0], r[1] / 1000) for r in out[f"control/{m}/{t}/{x}"][args.shift[0] :]] for x in "ab")
+            for ours, ref in ((a, b), (b, a)):
+                n = settle(ours, ref)
+                control_n += 1
+                ok = n is not None and n <= SETTLE_WITHIN
+                control_ok += ok
+                if not ok:
+                    control_bad.append(f"{m}/{t}")
+    print(f"Control (not a goal check): with no shift, a model warmed on a mix against one warmed on other draws "
+          f"of the same mix passes the same test {control_ok} of {control_n} times; it fails on "
+          f"{', '.join(sorted(set(control_bad))) or 'none'}: there the rule's steady state itself differs by more "
+          f"than 10% between warm-ups.\n")  # fmt: skip
 
     biggest = max(cost["model_bytes"].values())
     print("### Engine cost (native release build, wall-clock means; the component's budget is 8 µs per canned solve)\n")
