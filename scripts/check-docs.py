@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every quick start in README.md and docs/*.md, so the docs cannot drift from the code.
+"""Runs every quick start in README.md, docs/*.md and the packages' READMEs (bindings/*/README.md),
+so the docs cannot drift from the code.
 
 Which fenced blocks run (docs/testing.md, "The docs check"):
 
@@ -350,11 +351,12 @@ def tail(path: Path) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("files", nargs="*", type=Path, help="Markdown files (default: README.md and docs/*.md)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("files", nargs="*", type=Path, help="Markdown files (default: README.md, docs/*.md, bindings/*/README.md)")
     parser.add_argument("--list", action="store_true", help="list the blocks and what happens to each; run nothing")
     args = parser.parse_args()
-    files = [f.resolve() for f in args.files] or [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    files = [f.resolve() for f in args.files] or [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+                                                  *sorted((ROOT / "bindings").glob("*/README.md"))]
 
     errors: List[str] = []
     to_run: List[Block] = []

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every quick start in README.md and docs/*.md against the CaptchaAI emulator and fails,
-# naming the block by file and line, if one breaks. The rules (which blocks run, how) are in
-# scripts/check-docs.py and docs/testing.md ("The docs check").
+# Runs every quick start in README.md, docs/*.md and the packages' READMEs (bindings/*/README.md)
+# against the CaptchaAI emulator and fails, naming the block by file and line, if one breaks. The
+# rules (which blocks run, how) are in scripts/check-docs.py and docs/testing.md ("The docs check").
 #
-#   scripts/check-docs.sh            # every block of README.md and docs/*.md
+#   scripts/check-docs.sh            # every block of README.md, docs/*.md and bindings/*/README.md
 #   scripts/check-docs.sh --list     # what would run, and what is unchecked and why
 #   scripts/check-docs.sh FILE...    # only these Markdown files (paths in blocks stay relative
 #                                    # to the repository root)

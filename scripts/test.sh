@@ -64,7 +64,7 @@ bash bindings/python/integrations.sh
 stage "dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
 bash scripts/test-dist.sh
 
-stage "docs: every quick start in README.md and docs/ runs (against the emulator)"
+stage "docs: every quick start in README.md, docs/ and the packages' READMEs runs (against the emulator)"
 bash scripts/check-docs.sh
 
 stage "contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves"

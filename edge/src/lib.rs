@@ -2,10 +2,10 @@
 //! gives every client the same long-poll solving API and error classes.
 //!
 //! Every protocol decision is the engine's: this crate imports the engine component through WIT
-//! (`captchaai:engine@0.2.0`, bound in [`engine`]) and moves bytes between clients, the engine,
-//! CaptchaAI and Spin's key-value store, sleeping until each request's `at`. It holds no engine
-//! code: `cargo xtask edge` composes it with the engine component's exact bytes into one
-//! component that imports only WASI and `spin:*`.
+//! (`captchaai:engine@0.2.0`, bound in the private `engine` module) and moves bytes between
+//! clients, the engine, CaptchaAI and Spin's key-value store, sleeping until each request's `at`.
+//! It holds no engine code: `cargo xtask edge` composes it with the engine component's exact
+//! bytes into one component that imports only WASI and `spin:*`.
 //!
 //! Routes (all `/v1` routes need `Authorization: Bearer <token>`; see `openapi.json`):
 //! - `POST /v1/solve[?wait=S]`: start a solve from a task JSON body; 200 with the solution if it

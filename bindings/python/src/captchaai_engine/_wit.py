@@ -188,14 +188,31 @@ def lifter(ty: Any) -> Lift:
 # Lowering: Python -> C value, written into a zeroed `wasmtime_component_val_t`. A lowerer either
 # fills the value completely or raises and leaves it untouched (a bool), so cleanup is uniform.
 
-_byte_vec_new = _bindings._wasm_byte_vec_new  # the C function itself, without the Python wrapper
-_BYTES = ctypes.POINTER(ctypes.c_uint8)
+# The C functions called on every engine call, taken without wasmtime-py's Python wrappers, and
+# `wasm_byte_vec_new` with untyped pointers so a text is copied from its `bytes` at a C address
+# with no ctypes objects made (measured: a canned reCAPTCHA v2 solve with checkpoints, 260 -> 230 µs).
+_byte_vec_new_at = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)(
+    ctypes.cast(_bindings._wasm_byte_vec_new, ctypes.c_void_p).value)
+_val_delete = _bindings._wasmtime_component_val_delete
+_func_call = _bindings._wasmtime_component_func_call
+_resource_clone = _bindings._wasmtime_component_resource_any_clone
+_record_new_uninit = _bindings._wasmtime_component_valrecord_new_uninit
+_record_delete = _bindings._wasmtime_component_valrecord_delete
+_val_new = _bindings._wasmtime_component_val_new
+_addressof = ctypes.addressof
+_memset = ctypes.memset
+_ENTRY_NAME = _ENTRY.name.offset
+
+
+def _new_text_at(address: int, text: str) -> None:
+    """Fills the `wasm_name_t` at C ``address`` with a copy of ``text``."""
+    data = text.encode("utf-8")
+    _byte_vec_new_at(address, len(data), data)
 
 
 def _new_text(vec: Any, text: str) -> None:
     """Fills the `wasm_name_t` ``vec`` (a view into a C value) with a copy of ``text``."""
-    data = text.encode("utf-8")
-    _byte_vec_new(byref(vec), len(data), ctypes.cast(data, _BYTES))
+    _new_text_at(_addressof(vec), text)
 
 
 _RANGES = {"u8": (0, 0xFF), "u16": (0, 0xFFFF), "u32": (0, 0xFFFF_FFFF), "u64": (0, 0xFFFF_FFFF_FFFF_FFFF)}
@@ -242,22 +259,22 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
 
         return lower_enum
     if isinstance(ty, T.RecordType):
-        fields = [(name, lowerer(fty, f"{where}.{name}")) for name, fty in ty.fields]
-        count = len(fields)
+        entries = [(i * _ENTRY_SIZE, name, lowerer(fty, f"{where}.{name}")) for i, (name, fty) in enumerate(ty.fields)]
+        count = len(entries)
+        total = count * _ENTRY_SIZE
 
         def lower_record(x: Any, v: Any) -> None:
             raw = ffi.wasmtime_component_valrecord_t()
-            ffi.wasmtime_component_valrecord_new_uninit(raw, count)
-            data = raw.data
-            for i, (name, _) in enumerate(fields):
-                _new_text(data[i].name, name)
-                data[i].val.kind = K_BOOL
-                data[i].val.of.boolean = False
+            _record_new_uninit(byref(raw), count)
+            base = _addressof(raw.data.contents)
+            # All zero is every entry's value a `false` bool and its name empty: safe to delete.
+            _memset(base, 0, total)
             try:
-                for i, (name, lower) in enumerate(fields):
-                    lower(x[name], data[i].val)
+                for at, name, lower in entries:
+                    _new_text_at(base + at + _ENTRY_NAME, name)
+                    lower(x[name], _VAL.from_address(base + at + _ENTRY_VAL))
             except BaseException:
-                ffi.wasmtime_component_valrecord_delete(byref(raw))
+                _record_delete(byref(raw))
                 raise
             v.of.record = raw
             v.kind = K_RECORD
@@ -272,7 +289,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             else:
                 tmp = _VAL()
                 inner(x, tmp)
-                v.of.option = ffi.wasmtime_component_val_new(byref(tmp))
+                v.of.option = _val_new(byref(tmp))
             v.kind = K_OPTION
 
         return lower_option
@@ -289,7 +306,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             if lower is not None:
                 tmp = _VAL()
                 lower(payload, tmp)
-                ptr = ffi.wasmtime_component_val_new(byref(tmp))
+                ptr = _val_new(byref(tmp))
             v.of.result.is_ok = tag == "ok"
             v.of.result.val = ptr
             v.kind = K_RESULT
@@ -307,7 +324,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             if lower is not None:
                 tmp = _VAL()
                 lower(payload, tmp)
-                ptr = ffi.wasmtime_component_val_new(byref(tmp))
+                ptr = _val_new(byref(tmp))
             v.of.variant.discriminant = ffi.str_to_capi(tag)
             v.of.variant.val = ptr
             v.kind = K_VARIANT
@@ -317,7 +334,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
         def lower_borrow(x: Any, v: Any) -> None:
             if not isinstance(x, ResourceAny):
                 raise TypeError(f"{where} must be a resource handle")
-            v.of.resource = ffi.wasmtime_component_resource_any_clone(x.ptr())
+            v.of.resource = _resource_clone(x.ptr())
             v.kind = K_RESOURCE
 
         return lower_borrow
@@ -361,7 +378,7 @@ def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> 
             lowered += 1
         lift = signature.lift
         result = _VAL()
-        error = ffi.wasmtime_component_func_call(
+        error = _func_call(
             byref(func._func), store._context(), params, count,
             byref(result) if lift is not None else None, 1 if lift is not None else 0)
         if error:
@@ -373,7 +390,7 @@ def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> 
         try:
             return lift(_string_at(ctypes.addressof(result), _VAL_SIZE), 0, ctypes.addressof(result))
         finally:
-            ffi.wasmtime_component_val_delete(byref(result))
+            _val_delete(byref(result))
     finally:
         for i in range(lowered):
-            ffi.wasmtime_component_val_delete(byref(params[i]))
+            _val_delete(byref(params[i]))
