@@ -8,7 +8,7 @@ use crate::config::ConfigJson;
 use crate::{
     Answer, ApiKey, Body, Class, Config, Failure, Misuse, Origin, Output, RequestKind, RestoreError, Solution,
 };
-use crate::{HttpRequest, Solve, TransportError};
+use crate::{HttpRequest, Solve, SolveTimes, SolveTimesError, Task, TransportError};
 
 wit_bindgen::generate!({
     world: "engine-component",
@@ -35,8 +35,12 @@ struct SolveResource(RefCell<Solve>);
 /// A thread gate behind the resource handle.
 struct GateResource(RefCell<ThreadGate>);
 
+/// A solve-times model behind the resource handle.
+struct SolveTimesResource(RefCell<SolveTimes>);
+
 impl wit_engine::Guest for Component {
     type Solve = SolveResource;
+    type SolveTimes = SolveTimesResource;
 
     fn is_fresh(solution: wit::Solution, now: u64, max_age_ms: u64) -> bool {
         solution_from_wit(solution).is_fresh(now, max_age_ms)
@@ -58,6 +62,23 @@ impl wit_engine::GuestSolve for SolveResource {
         Solve::from_json(&task_json, &key, &config, now)
             .map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve))))
             .map_err(failure_to_wit)
+    }
+
+    fn create_with_times(
+        task_json: String,
+        key: String,
+        config: wit::Config,
+        now: u64,
+        times: wit_engine::SolveTimesBorrow<'_>,
+    ) -> Result<wit_engine::Solve, wit::Failure> {
+        let config = config_from_wit(config);
+        let times = times.get::<SolveTimesResource>().0.borrow();
+        let solve = || -> Result<Solve, Failure> {
+            let key = ApiKey::new(key)?;
+            let task = Task::from_json(&task_json)?;
+            Ok(Solve::with_solve_times(task, key, &config, &times, now)?)
+        };
+        solve().map(|solve| wit_engine::Solve::new(SolveResource(RefCell::new(solve)))).map_err(failure_to_wit)
     }
 
     fn restore(snapshot: String, key: String) -> Result<wit_engine::Solve, wit::RestoreError> {
@@ -117,6 +138,49 @@ impl wit_engine::GuestSolve for SolveResource {
 
     fn deadline(&self) -> Option<u64> {
         self.0.borrow().deadline()
+    }
+}
+
+impl wit_engine::GuestSolveTimes for SolveTimesResource {
+    fn create(task_type: String) -> Result<wit_engine::SolveTimes, wit::SolveTimesError> {
+        SolveTimes::new(&task_type).map(solve_times_to_wit).map_err(solve_times_error_to_wit)
+    }
+
+    fn from_text(text: String) -> Result<wit_engine::SolveTimes, wit::SolveTimesError> {
+        text.parse::<SolveTimes>().map(solve_times_to_wit).map_err(solve_times_error_to_wit)
+    }
+
+    fn to_text(&self) -> String {
+        self.0.borrow().to_string()
+    }
+
+    fn task_type(&self) -> String {
+        self.0.borrow().task_type().to_owned()
+    }
+
+    fn observations(&self) -> u32 {
+        self.0.borrow().observations()
+    }
+
+    fn observe(&self, solution: wit::Solution) -> bool {
+        self.0.borrow_mut().observe(&solution_from_wit(solution))
+    }
+
+    fn first_wait_ms(&self) -> Option<u64> {
+        self.0.borrow().first_wait_ms()
+    }
+}
+
+fn solve_times_to_wit(times: SolveTimes) -> wit_engine::SolveTimes {
+    wit_engine::SolveTimes::new(SolveTimesResource(RefCell::new(times)))
+}
+
+fn solve_times_error_to_wit(e: SolveTimesError) -> wit::SolveTimesError {
+    match e {
+        SolveTimesError::Malformed(m) => wit::SolveTimesError::Malformed(m),
+        SolveTimesError::Foreign => wit::SolveTimesError::Foreign,
+        SolveTimesError::UnsupportedVersion(v) => wit::SolveTimesError::UnsupportedVersion(v),
+        SolveTimesError::Invalid(m) => wit::SolveTimesError::Invalid(m),
     }
 }
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from . import _component
-from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError
+from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
 from .tasks import Task, task_json, task_type
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
 
@@ -98,6 +98,21 @@ def _snapshot_type(snapshot: str) -> Optional[str]:
         return None
 
 
+class SolveTimes:
+    """A learned model of one captcha type's solve times inside an :class:`Engine` (a WIT
+    ``solve-times`` resource): adaptive polling. Its text form holds no key or token."""
+
+    __slots__ = ("_resource", "task_type", "_engine")
+
+    def __init__(self, engine: "Engine", resource: Any, task_type: str) -> None:
+        self._engine = engine
+        self._resource = resource
+        self.task_type = task_type
+
+    def __repr__(self) -> str:
+        return f"SolveTimes(task_type={self.task_type!r})"
+
+
 class Engine:
     """One instance of the engine component. Every method is a single engine call."""
 
@@ -130,11 +145,17 @@ class Engine:
     # -- solves --------------------------------------------------------------------------------
 
     def create(self, task: Union[Task, Mapping[str, Any], str], key: str, config: Optional[Config],
-               now: int) -> Union[SolveHandle, Failure]:
+               now: int, times: Optional[SolveTimes] = None) -> Union[SolveHandle, Failure]:
         """Validates the task, key and config and starts a solve at ``now`` (epoch ms); a problem
-        is a permanent :class:`Failure` naming the field, and nothing is sent."""
+        is a permanent :class:`Failure` naming the field, and nothing is sent. With ``times`` (a
+        model of the task's type) the first poll is the one the model gives."""
         text = task_json(task)
-        result = self._call("[static]solve.create", text, _key(key), (config or Config())._to_wit(), now)
+        wit_config = (config or Config())._to_wit()
+        if times is None:
+            result = self._call("[static]solve.create", text, _key(key), wit_config, now)
+        else:
+            result = self._call("[static]solve.create-with-times", text, _key(key), wit_config, now,
+                                self._own_times(times))
         tag, value = result
         if tag == "err":
             return _failure(value)
@@ -211,6 +232,58 @@ class Engine:
         if handle._resource is None:
             raise ValueError("this solve was dropped")
         return handle._resource
+
+    # -- solve times (adaptive polling) --------------------------------------------------------
+
+    def solve_times(self, task_type: str) -> SolveTimes:
+        """An empty model of ``task_type``; an unknown type raises :class:`SolveTimesError`."""
+        if not isinstance(task_type, str):
+            raise TypeError(f"a captcha type is a str, not {type(task_type).__name__}")
+        return self._times(self._call("[static]solve-times.create", task_type))
+
+    def solve_times_from_text(self, text: str) -> SolveTimes:
+        """A model from its text form (:meth:`solve_times_text`)."""
+        if not isinstance(text, str):
+            raise TypeError(f"a solve-times text is a str, not {type(text).__name__}")
+        return self._times(self._call("[static]solve-times.from-text", text))
+
+    def _times(self, result: Any) -> SolveTimes:
+        tag, value = result
+        if tag == "err":
+            kind, detail = value
+            raise SolveTimesError(kind.replace("-", "_"), None if detail is None else str(detail))
+        return SolveTimes(self, value, self._call("[method]solve-times.task-type", value))
+
+    def solve_times_text(self, times: SolveTimes) -> str:
+        """The model's text form: versioned JSON under 1 KiB, no key or token."""
+        return self._call("[method]solve-times.to-text", self._own_times(times))
+
+    def observe(self, times: SolveTimes, solution: Solution) -> bool:
+        """Learns from a solution of the model's type; returns whether it was used."""
+        return self._call("[method]solve-times.observe", self._own_times(times), solution._to_wit())
+
+    def first_wait_ms(self, times: SolveTimes) -> Optional[int]:
+        """The first wait the model gives a new solve, or None while the type's table applies."""
+        return self._call("[method]solve-times.first-wait-ms", self._own_times(times))
+
+    def observations(self, times: SolveTimes) -> int:
+        """Solves the model learned from."""
+        return self._call("[method]solve-times.observations", self._own_times(times))
+
+    def drop_times(self, times: SolveTimes) -> None:
+        """Frees a model (its handle is unusable afterwards)."""
+        resource, times._resource = times._resource, None
+        if resource is not None and times._engine is self:
+            self._instance.drop(resource)
+
+    def _own_times(self, times: SolveTimes) -> Any:
+        if not isinstance(times, SolveTimes):
+            raise TypeError(f"expected SolveTimes, not {type(times).__name__}")
+        if times._engine is not self:
+            raise ValueError("this model belongs to another Engine")
+        if times._resource is None:
+            raise ValueError("this model was dropped")
+        return times._resource
 
     # -- solutions -----------------------------------------------------------------------------
 

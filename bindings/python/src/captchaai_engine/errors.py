@@ -129,6 +129,16 @@ class SnapshotError(ValueError):
         self.detail = detail
 
 
+class SolveTimesError(ValueError):
+    """A solve-times model's text form was refused. ``kind`` is ``malformed``, ``foreign``,
+    ``unsupported_version`` or ``invalid``; ``detail`` the engine's detail."""
+
+    def __init__(self, kind: str, detail: Optional[str]) -> None:
+        super().__init__(f"cannot use the solve times: {kind}" + (f" ({detail})" if detail is not None else ""))
+        self.kind = kind
+        self.detail = detail
+
+
 class EngineTrap(RuntimeError):
     """The engine instance trapped (a bug in the engine, or memory exhausted); that instance is
     unusable. Solvers replace it and restore their solves from their checkpoints."""

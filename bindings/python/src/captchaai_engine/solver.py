@@ -7,6 +7,12 @@ drivers sleep, send the bytes, and feed back what came back (a reply, or the WIT
 kind). Every solve keeps a checkpoint (the snapshot's base once, its state after each result), so
 if the engine instance traps it is replaced and the solves continue from their checkpoints.
 
+Adaptive polling: each solver keeps one solve-times model per captcha type (the engine's
+``solve-times``), learns from every solved solve and creates new solves of that type with it, so
+the first poll moves toward when that type's answers arrive (the table applies until 20 solves
+of the type). ``solver.solve_times()`` gives the models' text forms to save; a later solver
+continues from them with ``solve_times=``.
+
 Thread budget: ``threads=n`` lets at most ``n`` solves of one solver be in flight at once (a
 semaphore; the others wait in ``run``). ``threads=None`` (the default) sets no local cap: the
 engine already waits and retries when CaptchaAI reports every thread busy. To size the gate to
@@ -19,14 +25,14 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
 
 import httpx
 
 from ._http import PooledTransport
-from .engine import Engine, Failed, Output, Send, SolveHandle, Solved
-from .errors import EngineMisuse, EngineTrap, Failure
-from .tasks import TaskLike
+from .engine import Engine, Failed, Output, Send, SolveHandle, Solved, SolveTimes
+from .errors import EngineMisuse, EngineTrap, Failure, SolveTimesError
+from .tasks import TaskLike, task_type
 from .types import Config, Request, Response, Solution, ThreadsInfo, TransportErrorKind
 
 Checkpoint = Callable[[str], Any]
@@ -102,17 +108,29 @@ class PendingSolve:
 class _Core:
     """The engine instance shared by one solver's solves, behind a lock, replaced after a trap."""
 
-    def __init__(self, api_key: str, config: Optional[Config], clock: Clock) -> None:
+    def __init__(self, api_key: str, config: Optional[Config], clock: Clock,
+                 solve_times: Optional[Mapping[str, str]] = None) -> None:
         if not isinstance(api_key, str):
             raise TypeError(f"the API key must be a str, not {type(api_key).__name__}")
         if config is not None and not isinstance(config, Config):
             raise TypeError(f"config must be a captchaai_engine.Config, not {type(config).__name__}")
+        if solve_times is not None and not isinstance(solve_times, Mapping):
+            raise TypeError("solve_times must be a mapping of captcha type to text, as solve_times() returns")
         self._key = api_key
         self.config = config or Config()
         self.clock = clock
         self._lock = threading.Lock()
         self._engine = Engine()
         self.recoveries = 0
+        # One model per captcha type, in the current instance; and the texts a replacement
+        # instance's models continue from (those given, updated by each solve_times() call).
+        self._times: Dict[str, SolveTimes] = {}
+        self._times_saved: Dict[str, str] = {}
+        for kind, text in (solve_times or {}).items():
+            times = self._engine.solve_times_from_text(text)
+            if times.task_type != kind:
+                raise ValueError(f"solve_times[{kind!r}] is a model of {times.task_type!r}")
+            self._times[kind], self._times_saved[kind] = times, text
 
     def __repr__(self) -> str:  # never the key
         return f"_Core(config={self.config!r})"
@@ -130,9 +148,46 @@ class _Core:
             except EngineTrap:
                 return fn(self._replace_engine())
 
+    def _model(self, engine: Engine, kind: Optional[str]) -> Optional[SolveTimes]:
+        """The model of captcha type ``kind`` in ``engine`` (made on first use, or after a trap
+        from its saved text); None for no or an unknown type (the engine refuses such a task)."""
+        if kind is None:
+            return None
+        times = self._times.get(kind)
+        if times is not None and times._engine is engine:
+            return times
+        saved = self._times_saved.get(kind)
+        try:
+            times = engine.solve_times_from_text(saved) if saved is not None else engine.solve_times(kind)
+        except SolveTimesError:
+            return None
+        self._times[kind] = times
+        return times
+
+    def solve_times(self) -> Dict[str, str]:
+        """Every model's text form, by captcha type."""
+        with self._lock:
+            try:
+                texts = {kind: self._engine.solve_times_text(times) for kind, times in self._times.items()
+                         if times._engine is self._engine}
+            except EngineTrap:
+                self._replace_engine()
+                texts = {}
+            self._times_saved.update(texts)
+            return dict(self._times_saved)
+
+    def first_waits(self) -> Dict[str, Optional[int]]:
+        """The first wait each model gives a new solve (ms; None while the type's table applies)."""
+        def read(engine: Engine) -> Dict[str, Optional[int]]:
+            return {kind: engine.first_wait_ms(times) for kind in list(self._times)
+                    if (times := self._model(engine, kind)) is not None}
+
+        return self.engine_call(read)
+
     def start(self, task: TaskLike) -> PendingSolve:
         def create(engine: Engine) -> PendingSolve:
-            created = engine.create(task, self._key, self.config, self.clock.now_ms())
+            times = self._model(engine, task_type(task))
+            created = engine.create(task, self._key, self.config, self.clock.now_ms(), times)
             if isinstance(created, Failure):
                 raise created.to_exception()
             return PendingSolve(self, engine, created)
@@ -176,12 +231,20 @@ class _Core:
         return self.call(pending, fed)
 
     def finish(self, pending: PendingSolve, output: Union[Solved, Failed]) -> None:
-        """Records the outcome and frees the engine's solve."""
+        """Records the outcome, frees the engine's solve and lets the type's model learn from a
+        solution (a trap there costs only that observation)."""
         with self._lock:
             pending._outcome = output.solution if isinstance(output, Solved) else output.failure
             handle, pending._handle = pending._handle, None
-            if handle is not None and pending._engine is self._engine:
-                self._engine.drop(handle)
+            try:
+                if handle is not None and pending._engine is self._engine:
+                    self._engine.drop(handle)
+                if isinstance(output, Solved):
+                    times = self._model(self._engine, pending.task_type)
+                    if times is not None:
+                        self._engine.observe(times, output.solution)
+            except EngineTrap:
+                self._replace_engine()
 
 
 def _outcome(pending: PendingSolve) -> Solution:
@@ -214,13 +277,23 @@ _SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, Time
 
 class _Base:
     def __init__(self, api_key: str, config: Optional[Config], threads: Optional[int],
-                 clock: Optional[Clock]) -> None:
+                 clock: Optional[Clock], solve_times: Optional[Mapping[str, str]]) -> None:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive int or None (got {threads!r})")
         if clock is not None and not isinstance(clock, Clock):
             raise TypeError("clock must be a captchaai_engine.Clock")
-        self._core = _Core(api_key, config, clock or Clock())
+        self._core = _Core(api_key, config, clock or Clock(), solve_times)
         self.threads = threads
+
+    def solve_times(self) -> Dict[str, str]:
+        """The learned solve-times models, by captcha type, as text (versioned JSON, no key or
+        token): pass them as ``solve_times=`` to a later solver to continue learning."""
+        return self._core.solve_times()
+
+    def first_waits(self) -> Dict[str, Optional[int]]:
+        """The first wait (ms) each learned model gives a new solve of its type; None while that
+        type's table applies (under 20 solves)."""
+        return self._core.first_waits()
 
     @property
     def config(self) -> Config:
@@ -260,8 +333,9 @@ class Solver(_Base):
     by the solver); ``clock`` a :class:`Clock` (real time by default)."""
 
     def __init__(self, api_key: str, config: Optional[Config] = None, *, client: Optional[httpx.Client] = None,
-                 threads: Optional[int] = None, clock: Optional[Clock] = None) -> None:
-        super().__init__(api_key, config, threads, clock)
+                 threads: Optional[int] = None, clock: Optional[Clock] = None,
+                 solve_times: Optional[Mapping[str, str]] = None) -> None:
+        super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
         self._gate = threading.BoundedSemaphore(threads) if threads else None
@@ -348,8 +422,8 @@ class AsyncSolver(_Base):
 
     def __init__(self, api_key: str, config: Optional[Config] = None, *,
                  client: Optional[httpx.AsyncClient] = None, threads: Optional[int] = None,
-                 clock: Optional[Clock] = None) -> None:
-        super().__init__(api_key, config, threads, clock)
+                 clock: Optional[Clock] = None, solve_times: Optional[Mapping[str, str]] = None) -> None:
+        super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(
             transport=PooledTransport(max_idle=HTTP_CONNECTIONS))
