@@ -43,9 +43,15 @@ pub enum SolveTimesError {
     Invalid(String),
 }
 
-/// What one captcha type's finished solves took, decayed so that it follows drift, and the
-/// first wait it gives a new solve of that type ([`crate::registry::ADAPTIVE`] is the rule).
-/// Under 20 observations it gives none: the type's table applies unchanged.
+/// What one captcha type's finished solves took, decayed so that it follows drift (it weighs
+/// about the last 50 observations), and the waits it gives a new solve of that type. Under 20
+/// observations it gives none: the type's table applies unchanged. Then: a later first wait
+/// when nearly all answers come after the table's (at the 3% quantile of the learned solve
+/// times); an earlier one, learned by lowering it while answers keep coming at the first poll,
+/// when nearly all come before it; a longer second wait over a gap between two groups of solve
+/// times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
+/// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
+/// `registry.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SolveTimes {
     spec: &'static TypeSpec,
@@ -142,7 +148,7 @@ impl SolveTimes {
     }
 
     /// The first wait this model gives a solve of its type (before the deadline check a solve
-    /// makes), or `None` under [`crate::registry::ADAPTIVE`]'s minimum of observations.
+    /// makes), or `None` under the minimum of 20 observations.
     pub fn first_wait_ms(&self) -> Option<u64> {
         if self.observations < ADAPTIVE.min_observations {
             return None;
