@@ -598,8 +598,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 /// Each finished solve (one attempt) gives `L`, a lower bound of its submit-to-ready time:
 /// `elapsed - poll interval` (for an answer found at the first poll, the same guess just below
 /// it). The model keeps `L` in a decayed histogram, and in a second one for the solves whose
-/// first poll found nothing; `late` means answered more than half an interval after the row's
-/// first wait. With `n` observations:
+/// first poll found nothing; quantiles read each `L` spread evenly over the interval after it
+/// (the ready time was somewhere in there). `late` means answered more than half an interval
+/// after the row's first wait. With `n` observations:
 ///
 /// - `n < min_observations`: the row's first wait, unchanged, and no second wait.
 /// - **Late mix**: when the `quantile` of `L` is above the row's first wait, that quantile (its
@@ -642,7 +643,7 @@ pub(crate) struct AdaptiveRule {
 /// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
-    quantile_permille: 40,
+    quantile_permille: 30,
     weight: 256,
     decay: 24,
     fast_step: 16,

@@ -98,10 +98,12 @@ impl Solve {
         Ok(Solve::assemble(key, task, config, timings, state))
     }
 
-    /// Like [`Solve::new`], with the first wait `model` gives (when it has enough observations
-    /// and the config sets no `initial_wait_ms`), kept before the deadline by one poll
-    /// interval. A model of another captcha type is an `INVALID_CONFIG` error naming
-    /// `solve_times`. Without a usable model this is exactly [`Solve::new`].
+    /// Like [`Solve::new`], with the waits `model` gives once it has enough observations
+    /// ([`SolveTimes`]): its first wait (unless the config sets `initial_wait_ms`), kept before
+    /// the deadline by one poll interval, and a longer wait after a first poll that found
+    /// nothing where it learned a gap (kept in the snapshot). A model of another captcha type is
+    /// an `INVALID_CONFIG` error naming `solve_times`. Without a usable model this is exactly
+    /// [`Solve::new`].
     pub fn with_solve_times(
         task: Task,
         key: ApiKey,

@@ -43,9 +43,15 @@ pub enum SolveTimesError {
     Invalid(String),
 }
 
-/// What one captcha type's finished solves took, decayed so that it follows drift, and the
-/// first wait it gives a new solve of that type ([`crate::registry::ADAPTIVE`] is the rule).
-/// Under 20 observations it gives none: the type's table applies unchanged.
+/// What one captcha type's finished solves took, decayed so that it follows drift (it weighs
+/// about the last 50 observations), and the waits it gives a new solve of that type. Under 20
+/// observations it gives none: the type's table applies unchanged. Then: a later first wait
+/// when nearly all answers come after the table's (at the 3% quantile of the learned solve
+/// times); an earlier one, learned by lowering it while answers keep coming at the first poll,
+/// when nearly all come before it; a longer second wait over a gap between two groups of solve
+/// times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
+/// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
+/// `registry.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SolveTimes {
     spec: &'static TypeSpec,
@@ -142,7 +148,7 @@ impl SolveTimes {
     }
 
     /// The first wait this model gives a solve of its type (before the deadline check a solve
-    /// makes), or `None` under [`crate::registry::ADAPTIVE`]'s minimum of observations.
+    /// makes), or `None` under the minimum of 20 observations.
     pub fn first_wait_ms(&self) -> Option<u64> {
         if self.observations < ADAPTIVE.min_observations {
             return None;
@@ -167,35 +173,49 @@ impl SolveTimes {
             return None;
         }
         let later = &self.missed[bucket(first_wait_ms)..];
-        let edge = quantile(later, ADAPTIVE.quantile_permille)? + lower_edge_ms(bucket(first_wait_ms));
+        let edge = quantile(later, ADAPTIVE.quantile_permille, self.spec.poll_interval_ms)?
+            + lower_edge_ms(bucket(first_wait_ms));
         let gap = edge.saturating_sub(first_wait_ms);
         (gap > self.spec.poll_interval_ms).then_some(gap)
     }
 
-    /// The `permille` quantile (0-1000) of the observed lower bounds of the submit-to-ready
-    /// time, as its bucket's lower edge in ms; `None` with nothing observed or forgotten.
+    /// The `permille` quantile (0-1000) of the submit-to-ready time as the model sees it (each
+    /// observed lower bound spread over the poll interval after it), as its bucket's lower edge
+    /// in ms; `None` with nothing observed or forgotten.
     pub fn quantile_ms(&self, permille: u64) -> Option<u64> {
-        quantile(&self.weights, permille)
+        quantile(&self.weights, permille, self.spec.poll_interval_ms)
     }
 }
 
-/// The `permille` quantile of decayed weights over buckets, as ms from the first bucket's lower
-/// edge to the quantile's bucket's; `None` when all weights are zero.
-fn quantile(weights: &[u32], permille: u64) -> Option<u64> {
-    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+/// The `permille` quantile of decayed weights over buckets, each weight spread evenly over the
+/// buckets of the poll interval its lower bound starts (the ready time was somewhere in there),
+/// as ms from the first bucket's lower edge to the quantile's bucket's; `None` when all weights
+/// are zero. Integer arithmetic: a weight spread over `k` buckets adds `weight * 60 / k` to each.
+fn quantile(weights: &[u32], permille: u64, interval: u64) -> Option<u64> {
+    let offset = BUCKETS - weights.len();
+    let mut spread = [0u64; BUCKETS];
+    for (j, &weight) in weights.iter().enumerate().filter(|(_, w)| **w > 0) {
+        let start = lower_edge_ms(offset + j);
+        let last = bucket(start.saturating_add(interval).saturating_sub(1)).max(offset + j);
+        let share = u64::from(weight) * 60 / (last - (offset + j) + 1) as u64;
+        for slot in &mut spread[offset + j..=last] {
+            *slot += share;
+        }
+    }
+    let spread = &spread[offset..];
+    let total: u64 = spread.iter().sum();
     if total == 0 {
         return None;
     }
     let target = total.saturating_mul(permille.min(1000)) / 1000;
     let mut seen = 0;
-    let offset = BUCKETS - weights.len();
-    let index = weights
+    let index = spread
         .iter()
         .position(|&weight| {
-            seen += u64::from(weight);
+            seen += weight;
             weight > 0 && seen > target
         })
-        .or_else(|| weights.iter().rposition(|&w| w > 0))?;
+        .or_else(|| spread.iter().rposition(|&w| w > 0))?;
     Some(lower_edge_ms(offset + index) - lower_edge_ms(offset))
 }
 

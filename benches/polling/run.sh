@@ -5,7 +5,7 @@
 # defaults and 2captcha-python 2.1.2's (each driven through its own code on a virtual clock);
 # then mix shifts, issue 22's goal checks and the engine-cost numbers. Makes its venv under
 # target/polling-venv. Prints Markdown.
-# Usage: benches/polling/run.sh [--mixes FILE] [--solves N] [--warmup N] [--seed S]   (a few minutes)
+# Usage: benches/polling/run.sh [--mixes FILE] [--solves N] [--warmup N] [--seed S]   (about a minute)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release --quiet --manifest-path benches/polling/Cargo.toml --target-dir target/polling
