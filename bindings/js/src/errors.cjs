@@ -42,6 +42,23 @@ class SnapshotError extends Error {
   }
 }
 
+/** A solve-times model (adaptive polling) that cannot be used: its text is refused, or it is saved
+ * under another captcha type. `kind`: `malformed`, `foreign`, `unsupported_version`, `invalid`. */
+class SolveTimesError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'SolveTimesError';
+    this.kind = kind;
+  }
+}
+
+/** The solve-times error the engine returned, as a SolveTimesError. */
+function errorFromSolveTimes(error) {
+  const kind = error.tag.replaceAll('-', '_');
+  const detail = error.val === undefined ? '' : `: ${error.val}`;
+  return new SolveTimesError(kind, `the solve times cannot be used (${kind}${detail})`);
+}
+
 /** The engine reported that this host broke the driving contract (a bug in this package). */
 class EngineMisuseError extends Error {
   constructor(kind, detail) {
@@ -120,8 +137,10 @@ module.exports = {
   TransientError,
   UnsolvableError,
   SnapshotError,
+  SolveTimesError,
   EngineMisuseError,
   errorFromFailure,
+  errorFromSolveTimes,
   errorFromRestore,
   misuseKind,
   errorFromMisuse,

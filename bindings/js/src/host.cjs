@@ -5,7 +5,7 @@
 // the call retried once (as the Rust driver does). jco 1.12 does not poison a trapped instance,
 // so the host treats every trap as fatal for that instance itself.
 const { engineResult, instantiateComponent, isEngineResultError } = require('./engine.cjs');
-const { errorFromFailure, errorFromMisuse, errorFromRestore } = require('./errors.cjs');
+const { errorFromFailure, errorFromMisuse, errorFromRestore, errorFromSolveTimes, SolveTimesError } = require('./errors.cjs');
 
 /** A solve inside a host: its handle in the current instance and what restores it. */
 class Slot {
@@ -13,9 +13,12 @@ class Slot {
   base;
   state;
   key;
-  constructor(handle, key) {
+  /** The captcha type (null if unknown), whose model learns from the solve. */
+  type;
+  constructor(handle, key, type) {
     this.handle = handle;
     this.key = key;
+    this.type = type;
   }
 }
 
@@ -24,6 +27,10 @@ class EngineHost {
   #root;
   /** @type {Set<Slot>} */
   #slots = new Set();
+  /** Solve-times models by captcha type: `{handle, root}` (the instance holding it). */
+  #times = new Map();
+  /** The texts a replacement instance's models continue from (given, or saved by solveTimes()). */
+  #timesSaved = new Map();
   /** Instances replaced after a trap. */
   recoveries = 0;
 
@@ -33,22 +40,89 @@ class EngineHost {
     this.#root = instantiate();
   }
 
-  /** Creates a solve; returns its slot or throws the engine's failure as a typed error. */
-  create(taskJson, key, witConfig, now) {
-    const created = this.#call(() => engineResult(() => this.#root.engine.Solve.create(taskJson, key, witConfig, now)));
+  /** Creates a solve of captcha type `type` (null if unknown) with that type's model; returns
+   * its slot or throws the engine's failure as a typed error. */
+  create(taskJson, key, witConfig, now, type) {
+    const created = this.#call(() => {
+      const times = this.#model(type);
+      const { Solve } = this.#root.engine;
+      return engineResult(() =>
+        times ? Solve.createWithTimes(taskJson, key, witConfig, now, times) : Solve.create(taskJson, key, witConfig, now),
+      );
+    });
     if (created.err) throw errorFromFailure(created.err);
-    return this.#adopt(created.ok, key);
+    return this.#adopt(created.ok, key, type);
   }
 
   /** Restores a whole snapshot; returns its slot or throws a SnapshotError. */
-  restore(snapshot, key) {
+  restore(snapshot, key, type) {
     const restored = this.#call(() => engineResult(() => this.#root.engine.Solve.restore(snapshot, key)));
     if (restored.err) throw errorFromRestore(restored.err);
-    return this.#adopt(restored.ok, key);
+    return this.#adopt(restored.ok, key, type);
   }
 
-  #adopt(handle, key) {
-    const slot = new Slot(handle, key);
+  /** Adds saved models (`{type: text}`); throws SolveTimesError for one that is refused. */
+  loadSolveTimes(saved) {
+    for (const [type, text] of Object.entries(saved)) {
+      if (typeof text !== 'string') throw new TypeError(`solveTimes.${type} must be the string solveTimes() gave`);
+      const read = this.#call(() => engineResult(() => this.#root.engine.SolveTimes.fromText(text)));
+      if (read.err) throw errorFromSolveTimes(read.err);
+      const actual = read.ok.taskType();
+      if (actual !== type) {
+        throw new SolveTimesError('invalid', `solveTimes.${type} is a model of ${actual}`);
+      }
+      this.#times.set(type, { handle: read.ok, root: this.#root });
+      this.#timesSaved.set(type, text);
+    }
+  }
+
+  /** The model of `type` in the live instance (made on first use, or from its saved text after
+   * a trap); null for no or an unknown type (the engine refuses such a task itself). */
+  #model(type) {
+    if (typeof type !== 'string') return null;
+    const live = this.#times.get(type);
+    if (live && live.root === this.#root) return live.handle;
+    const saved = this.#timesSaved.get(type);
+    const { SolveTimes } = this.#root.engine;
+    const made = engineResult(() => (saved === undefined ? SolveTimes.create(type) : SolveTimes.fromText(saved)));
+    if (made.err) return null;
+    this.#times.set(type, { handle: made.ok, root: this.#root });
+    return made.ok;
+  }
+
+  /** Lets the slot's type's model learn from its solution (a trap costs only this observation). */
+  observe(slot, rawSolution) {
+    try {
+      this.#call(() => this.#model(slot.type)?.observe(rawSolution));
+    } catch (error) {
+      if (!(error instanceof WebAssembly.RuntimeError || error instanceof RangeError)) throw error;
+    }
+  }
+
+  /** Every live model's text form, by type (also what a replacement instance continues from). */
+  solveTimes() {
+    this.#call(() => {
+      for (const [type, { handle, root }] of this.#times) {
+        if (root === this.#root) this.#timesSaved.set(type, handle.toText());
+      }
+    });
+    return Object.fromEntries(this.#timesSaved);
+  }
+
+  /** The first wait each model gives (ms), or null while its type's table applies. */
+  firstWaits() {
+    return this.#call(() =>
+      Object.fromEntries(
+        [...this.#times.keys()].map((type) => {
+          const wait = this.#model(type)?.firstWaitMs();
+          return [type, wait === undefined ? null : Number(wait)];
+        }),
+      ),
+    );
+  }
+
+  #adopt(handle, key, type = null) {
+    const slot = new Slot(handle, key, type);
     try {
       slot.base = this.#call(() => slot.handle.snapshotBase());
       slot.state = this.#call(() => slot.handle.snapshotState());

@@ -10,6 +10,7 @@ const {
   TransientError,
   UnsolvableError,
   SnapshotError,
+  SolveTimesError,
   EngineMisuseError,
 } = require('./errors.cjs');
 
@@ -22,5 +23,6 @@ module.exports = {
   TransientError,
   UnsolvableError,
   SnapshotError,
+  SolveTimesError,
   EngineMisuseError,
 };

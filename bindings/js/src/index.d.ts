@@ -37,6 +37,8 @@ export interface SolverOptions {
   threads?: number;
   /** Run the clock this many times faster than real time (tests against the emulator only). */
   timeScale?: number;
+  /** Solve-times models saved from `solver.solveTimes()`, to continue learning from. @throws SolveTimesError */
+  solveTimes?: Record<string, string>;
 }
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -93,6 +95,11 @@ export declare class UnsolvableError extends CaptchaAIError {}
 /** A snapshot that cannot be resumed. */
 export declare class SnapshotError extends Error {
   readonly kind: 'malformed' | 'truncated' | 'foreign' | 'unsupported_version' | 'invalid' | 'invalid_key';
+}
+
+/** A solve-times model that cannot be used (adaptive polling). */
+export declare class SolveTimesError extends Error {
+  readonly kind: 'malformed' | 'foreign' | 'unsupported_version' | 'invalid';
 }
 
 /** The engine reported that this package broke the driving contract (a bug here). */
@@ -153,4 +160,9 @@ export declare class Solver {
   balance(options?: { signal?: AbortSignal }): Promise<number>;
   /** The thread budget's state, or null without one. */
   budget(): { capacity: number; running: number; queued: number } | null;
+  /** The learned solve-times models by captcha type, as text (no key or token): give them to a
+   * later solver as `options.solveTimes`. */
+  solveTimes(): Record<string, string>;
+  /** The first wait (ms) each model gives a new solve of its type; null while its table applies. */
+  firstWaits(): Record<string, number | null>;
 }

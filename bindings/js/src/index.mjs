@@ -11,5 +11,6 @@ export const {
   TransientError,
   UnsolvableError,
   SnapshotError,
+  SolveTimesError,
   EngineMisuseError,
 } = pkg;

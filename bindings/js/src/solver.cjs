@@ -8,6 +8,17 @@ const { ThreadBudget } = require('./gate.cjs');
 const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
 
+/** The captcha type in task JSON (or in a snapshot's `task` with `field`), or null. */
+function typeOf(json, field) {
+  try {
+    const value = JSON.parse(json);
+    const type = field ? value?.[field]?.type : value?.type;
+    return typeof type === 'string' ? type : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What `util.inspect` (Node, Bun, Deno) prints for an object, without importing node:util. */
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 
@@ -81,7 +92,7 @@ class Solver {
    *   globalThis.fetch), at most `threads` solves in flight at once (default: no limit), and a
    *   clock running `timeScale` times faster than real time (tests against the emulator only)
    */
-  constructor(apiKey, config = {}, { fetch = globalThis.fetch, threads, timeScale = 1 } = {}) {
+  constructor(apiKey, config = {}, { fetch = globalThis.fetch, threads, timeScale = 1, solveTimes } = {}) {
     if (typeof apiKey !== 'string') throw new TypeError('apiKey must be a string');
     if (typeof fetch !== 'function') throw new TypeError('options.fetch must be a fetch function');
     this.#key = apiKey;
@@ -92,6 +103,10 @@ class Solver {
     const checked = this.#host.account((root) => engineResult(() => root.account.balanceRequest(this.#key, this.#witConfig)));
     if (checked.err) throw errorFromFailure(checked.err);
     if (threads !== undefined && threads !== null) this.#budget = new ThreadBudget(threads);
+    if (solveTimes !== undefined && solveTimes !== null) {
+      if (typeof solveTimes !== 'object') throw new TypeError('options.solveTimes must be what solveTimes() returned');
+      this.#host.loadSolveTimes(solveTimes);
+    }
   }
 
   /** Solves `task` (`{type, ...fields}`) to the end: the Solution, or a CaptchaAIError subclass. */
@@ -101,14 +116,16 @@ class Solver {
 
   /** Validates `task` in the engine and creates its solve; nothing is sent until `run`. */
   start(task) {
-    const slot = this.#host.create(toTaskJson(task), this.#key, this.#witConfig, BigInt(this.#clock.nowMs()));
+    const json = toTaskJson(task);
+    const type = task !== null && typeof task === 'object' ? (typeof task.type === 'string' ? task.type : null) : typeOf(json);
+    const slot = this.#host.create(json, this.#key, this.#witConfig, BigInt(this.#clock.nowMs()), type);
     return new PendingSolve(this.#host, slot);
   }
 
   /** Continues a solve from a snapshot (taken by `pending.snapshot()` or `onCheckpoint`). */
   resume(snapshot) {
     if (typeof snapshot !== 'string') throw new TypeError('a snapshot is the string snapshot() returned');
-    return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key));
+    return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key, typeOf(snapshot, 'task')));
   }
 
   /**
@@ -127,7 +144,10 @@ class Solver {
       if (this.#budget) ticket = await this.#budget.enter(signal);
       let output = host.pollOutput(slot, BigInt(clock.nowMs()));
       for (;;) {
-        if (output.tag === 'solved') return new Solution(output.val, host);
+        if (output.tag === 'solved') {
+          host.observe(slot, output.val);
+          return new Solution(output.val, host);
+        }
         if (output.tag === 'failed') throw errorFromFailure(output.val);
         const request = output.val;
         await clock.sleepUntil(Number(request.at), signal);
@@ -158,6 +178,18 @@ class Solver {
   /** The account balance. */
   async balance({ signal } = {}) {
     return this.#account('balanceRequest', 'parseBalance', signal);
+  }
+
+  /** The learned solve-times models (adaptive polling), by captcha type, as text (no key or
+   * token): give them to a later solver as `options.solveTimes` to continue learning. */
+  solveTimes() {
+    return this.#host.solveTimes();
+  }
+
+  /** The first wait (ms) each model gives a new solve of its type; null while its table applies
+   * (under 20 solves of the type). */
+  firstWaits() {
+    return this.#host.firstWaits();
   }
 
   /** `{capacity, running, queued}` of the thread budget, or null without one. */
