@@ -169,6 +169,10 @@ impl wit_engine::GuestSolveTimes for SolveTimesResource {
     fn first_wait_ms(&self) -> Option<u64> {
         self.0.borrow().first_wait_ms()
     }
+
+    fn quantile_ms(&self, permille: u32) -> Option<u64> {
+        self.0.borrow().quantile_ms(u64::from(permille))
+    }
 }
 
 fn solve_times_to_wit(times: SolveTimes) -> wit_engine::SolveTimes {
