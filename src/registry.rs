@@ -595,28 +595,31 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 /// into the first wait of a solve created with it, and the wait after a first poll that found
 /// nothing (every later poll keeps the row's interval).
 ///
-/// Each finished solve (one attempt) gives `L`, a lower bound of its submit-to-ready time:
-/// `elapsed - poll interval` (for an answer found at the first poll, the same guess just below
-/// it). The model keeps `L` in a decayed histogram, and in a second one for the solves whose
-/// first poll found nothing; quantiles read each `L` spread evenly over the interval after it
-/// (the ready time was somewhere in there). `late` means answered more than half an interval
-/// after the row's first wait. With `n` observations:
+/// Each finished solve (one attempt) gives `L`, a lower bound of its submit-to-ready time: the
+/// time of the poll before the one that found the answer (for an answer found at the first poll,
+/// a guess: one interval before it). The model keeps `L` in a decayed histogram, and in a second
+/// one for the solves whose first poll found nothing; quantiles read each `L` spread evenly over
+/// the interval after it (the ready time was somewhere in there). `late` means answered more
+/// than half an interval after the row's first wait, with no gap (below). With `n`
+/// observations:
 ///
 /// - `n < min_observations`: the row's first wait, unchanged, and no second wait.
 /// - **Late mix**: when the `quantile` of `L` is above the row's first wait, that quantile (its
 ///   bucket's lower edge) is the first wait: the polls before it would nearly always find
 ///   nothing.
-/// - **Early mix**: otherwise, after `calm` observations in a row that were not late, a learned
-///   early wait, `fast` (else the row's first wait). `fast` starts at the row's first wait and
-///   drops by `1/fast_step` of itself with each answer found at the first poll while calm. A
-///   first poll earlier than the row's that found nothing leaves a floor under `fast`: a quarter
-///   interval above that first poll, or the row's first wait if the answer was late; the floor
-///   decays by `1/floor_decay` of itself per observation.
-/// - **Gap** (two groups of solve times): when the `quantile` of the second histogram from the
-///   first wait on is more than one interval after it, the second poll waits until then (if
-///   before the deadline). Late answers then belong to the later group: they do not break
-///   `calm`, and only misses answered by the second poll leave a floor. A solve with such a
-///   second wait writes version 3 snapshots, which keep it.
+/// - **Early mix**: otherwise, after `calm` observations in a row that were not late, and while
+///   at least `early_permille` of the remembered solves were answered at the first poll, a
+///   learned early wait, `fast` (else the row's first wait). `fast` starts at the row's first
+///   wait and drops by `1/fast_step` of itself with each answer found at the first poll while
+///   calm. A first poll earlier than the row's that found nothing, answered by the next poll,
+///   leaves a floor under `fast`: `interval / miss_step` above that first poll; the floor decays
+///   by `1/floor_decay` of itself per observation.
+/// - **Gap** (two groups of solve times): when at most `gap_near_permille` of the solves were
+///   answered within one interval after a first poll that found nothing, and the `gap_permille`
+///   quantile of the second histogram from one interval after the first wait on is more than
+///   one interval after the first wait, the second poll waits until then (if before the
+///   deadline). Late answers then belong to the later group: they do not break `calm`. A solve
+///   with such a second wait writes version 3 snapshots, which keep it.
 ///
 /// Every first wait is within [`crate::config::INITIAL_WAIT_MS`] and before the deadline by at
 /// least one poll interval; polls stay at least the row's interval apart. The rule reads only
@@ -627,6 +630,14 @@ pub(crate) struct AdaptiveRule {
     pub min_observations: u32,
     /// The quantile of `L`, in thousandths, the late and gap rules wait for.
     pub quantile_permille: u64,
+    /// The quantile of the second histogram, in thousandths, the gap rule waits for.
+    pub gap_permille: u64,
+    /// No gap when more than this share (thousandths) of the solves were answered within one
+    /// interval after the first poll found nothing.
+    pub gap_near_permille: u64,
+    /// The early rule applies only while at least this share (thousandths) of the remembered
+    /// solves were answered at the first poll.
+    pub early_permille: u64,
     /// Each observation adds this weight; every weight decays by `1/decay` per observation and
     /// is forgotten below an eighth of it.
     pub weight: u32,
@@ -634,6 +645,8 @@ pub(crate) struct AdaptiveRule {
     pub decay: u32,
     /// `fast` drops by `fast / fast_step` after each answer found at the first poll while calm.
     pub fast_step: u64,
+    /// An early miss leaves a floor `interval / miss_step` above its first poll.
+    pub miss_step: u64,
     /// The floor left by an early miss drops by `floor / floor_decay` per observation.
     pub floor_decay: u64,
     /// Observations in a row answered by the table's first wait before the early rule applies.
@@ -644,10 +657,14 @@ pub(crate) struct AdaptiveRule {
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
     quantile_permille: 30,
+    gap_permille: 5,
+    gap_near_permille: 100,
+    early_permille: 250,
     weight: 256,
     decay: 24,
-    fast_step: 16,
-    floor_decay: 2048,
+    fast_step: 10,
+    miss_step: 16,
+    floor_decay: 8192,
     calm: 20,
 };
 

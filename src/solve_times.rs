@@ -114,9 +114,11 @@ impl SolveTimes {
                 *weight = 0;
             }
         }
-        // A lower bound of the ready time: the answer was not there one poll earlier (for one
-        // found at the first poll, the same guess).
-        let index = bucket(elapsed.saturating_sub(interval));
+        // A lower bound of the ready time: the answer was not there at the poll before (for one
+        // found at the second poll, the first, at the first wait; for one found at the first
+        // poll, a guess: one interval earlier).
+        let previous = elapsed.saturating_sub(interval);
+        let index = bucket(if solution.polls == 2 { used.min(previous) } else { previous });
         self.weights[index] = self.weights[index].saturating_add(ADAPTIVE.weight);
         if solution.polls > 1 {
             self.missed[index] = self.missed[index].saturating_add(ADAPTIVE.weight);
@@ -128,10 +130,12 @@ impl SolveTimes {
         // wait serves, and say nothing about the early one.
         let gap = self.second_wait_ms(table).is_some();
         let late = elapsed > table.saturating_add(interval / 2) && !gap;
-        if solution.polls > 1 && used < table && (solution.polls == 2 || !gap) {
-            // An early first poll found nothing: wait at least a little longer, or, when the
-            // answer came after the table's first wait, the table's.
-            let floor = if late { table } else { used.saturating_add(interval / 4).min(table) };
+        if solution.polls > 1 && used < table {
+            // An early first poll found nothing. Answered by the next poll (one interval later,
+            // or at a gap's second wait): wait a little longer. A later answer says nothing about
+            // the early group.
+            let next = elapsed <= used.saturating_add(interval + interval / 2) || (gap && solution.polls == 2);
+            let floor = if next { used.saturating_add(interval / ADAPTIVE.miss_step).min(table) } else { 0 };
             self.floor_ms = self.floor_ms.max(floor);
         }
         if late {
@@ -155,9 +159,13 @@ impl SolveTimes {
         }
         let late = self.quantile_ms(ADAPTIVE.quantile_permille).unwrap_or(0);
         let table = self.spec.initial_wait_ms;
+        let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
+        let (all, missed) = (sum(&self.weights), sum(&self.missed));
+        // Enough answers found at the first poll for an early one to pay.
+        let early = (all - missed) * 1000 >= all * ADAPTIVE.early_permille;
         let wait = match late {
             late if late > table => late,
-            _ if self.calm >= ADAPTIVE.calm => self.fast_ms,
+            _ if self.calm >= ADAPTIVE.calm && early => self.fast_ms,
             _ => table,
         };
         Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
@@ -172,9 +180,16 @@ impl SolveTimes {
         if self.observations < ADAPTIVE.min_observations {
             return None;
         }
-        let later = &self.missed[bucket(first_wait_ms)..];
-        let edge = quantile(later, ADAPTIVE.quantile_permille, self.spec.poll_interval_ms)?
-            + lower_edge_ms(bucket(first_wait_ms));
+        // From one interval after the first poll: a few misses answered soon after it (the
+        // early group's slowest) do not close the gap; many mean there is none.
+        let from = bucket(first_wait_ms.saturating_add(self.spec.poll_interval_ms));
+        let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
+        let near = sum(&self.missed[bucket(first_wait_ms).min(from)..from]);
+        if near * 1000 > sum(&self.weights) * ADAPTIVE.gap_near_permille {
+            return None;
+        }
+        let edge =
+            quantile(&self.missed[from..], ADAPTIVE.gap_permille, self.spec.poll_interval_ms)? + lower_edge_ms(from);
         let gap = edge.saturating_sub(first_wait_ms);
         (gap > self.spec.poll_interval_ms).then_some(gap)
     }
