@@ -98,8 +98,9 @@ def test_an_unknown_type_and_a_model_of_another_type_are_refused():
 def test_a_solver_refuses_a_saved_model_under_another_type():
     engine = Engine()
     text = engine.solve_times_text(engine.solve_times("turnstile"))
-    with pytest.raises(ValueError, match="model of 'turnstile'"):
+    with pytest.raises(SolveTimesError, match="model of 'turnstile'") as error:
         Solver(KEY, solve_times={"recaptcha_v2": text})
+    assert error.value.kind == "invalid"
     with pytest.raises(SolveTimesError):
         Solver(KEY, solve_times={"turnstile": "{}"})
 

@@ -129,7 +129,7 @@ class _Core:
         for kind, text in (solve_times or {}).items():
             times = self._engine.solve_times_from_text(text)
             if times.task_type != kind:
-                raise ValueError(f"solve_times[{kind!r}] is a model of {times.task_type!r}")
+                raise SolveTimesError("invalid", f"solve_times[{kind!r}] is a model of {times.task_type!r}")
             self._times[kind], self._times_saved[kind] = times, text
 
     def __repr__(self) -> str:  # never the key
