@@ -31,7 +31,7 @@ use crate::kv::{Kv, StoreError};
 use crate::lifecycle::{self, Advanced, Found, Held, Joined, Keyed, Outcome, StoredResult};
 use crate::request::{self, Route};
 use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
-use crate::{budget, metrics, plan};
+use crate::{budget, metrics, plan, times};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -337,14 +337,22 @@ async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wai
         .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
     let now = now_ms();
     lifecycle::sweep(kv);
-    let solve = Solve::create(task, &settings.api_key, &settings.config, now).map_err(|f| {
+    // The shared model of the task's type (`crate::times`): the engine gives the first wait.
+    let model = times::for_task(kv, task);
+    let created = match &model {
+        Some(model) => Solve::create_with_times(task, &settings.api_key, &settings.config, now, model),
+        None => Solve::create(task, &settings.api_key, &settings.config, now),
+    };
+    let task_type = model.as_ref().map(|m| m.task_type());
+    let solve = created.map_err(|f| {
         metrics::failed(kv, f.class, f.origin);
         (Reject::from_failure(&f), None)
     })?;
     let wait_until = now + wait * 1_000;
     let Some(key) = key else {
         let id = new_id().map_err(|e| (Reject::internal(e), None))?;
-        let held = lifecycle::create(kv, settings, &id, &solve, None, wait_until).map_err(|e| internal(&id, e))?;
+        let held =
+            lifecycle::create(kv, settings, &id, &solve, None, task_type, wait_until).map_err(|e| internal(&id, e))?;
         return drive(kv, settings, &id, held, Some(solve), wait_until).await;
     };
     // The first attempt's id, then the next attempt's whenever a claimer stopped before
@@ -358,7 +366,7 @@ async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wai
         if lifecycle::claim(kv, &id).map_err(|e| internal(&id, e))? {
             let keyed = Keyed { fingerprint, chain, claimed_at };
             // No id in a failure: the solve may never be driven; the client retries its POST.
-            let held = lifecycle::create(kv, settings, &id, &solve, Some(keyed), wait_until)
+            let held = lifecycle::create(kv, settings, &id, &solve, Some(keyed), task_type.clone(), wait_until)
                 .map_err(|e| (Reject::internal(e), None))?;
             return drive(kv, settings, &id, held, Some(solve), wait_until).await;
         }
@@ -403,7 +411,7 @@ async fn answer(id: &str, found: Found, kv: &Kv, settings: &Settings, wait_until
         Found::Creating => Err(creating()),
         Found::Finished(result) => Ok((stored_response(result), owned)),
         Found::Pending { retry_after_ms } => Ok((pending(id, retry_after_ms), owned)),
-        Found::Leased(held) => drive(kv, settings, id, held, None, wait_until).await,
+        Found::Leased(held) => drive(kv, settings, id, *held, None, wait_until).await,
     }
 }
 
@@ -431,7 +439,7 @@ async fn drive(kv: &Kv, settings: &Settings, id: &str, held: Held, solve: Option
         Outcome::Solved(solution) => (StatusCode::OK, solution_body(id, solution).map_err(|e| internal(id, e))?),
         Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(id)),
     };
-    ended.settle(kv, status.as_u16(), &body).map_err(|e| internal(id, e))?;
+    ended.settle(kv, status.as_u16(), &body).await.map_err(|e| internal(id, e))?;
     Ok((rendered_response(status, &body), owned))
 }
 

@@ -28,6 +28,7 @@ mod plan;
 mod request;
 mod settings;
 mod sweep;
+mod times;
 mod upstream;
 
 /// The engine component's interfaces, imported through WIT (`wit/edge.wit` on `../wit`).
@@ -39,7 +40,7 @@ mod engine {
     });
 
     pub use captchaai::engine::account;
-    pub use captchaai::engine::engine::{Solve, solution_json};
+    pub use captchaai::engine::engine::{Solve, SolveTimes, solution_json};
     pub use captchaai::engine::types::*;
 
     /// `wasi:keyvalue` 0.2.0-draft2 (store, atomics): see `crate::kv`.

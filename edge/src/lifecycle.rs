@@ -48,7 +48,7 @@ use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
 use crate::ids::{new_id, next_attempt};
 use crate::kv::{Kv, StoreError, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
-use crate::{budget, metrics, plan, sweep};
+use crate::{budget, metrics, plan, sweep, times};
 
 /// Time a request may spend before its first upstream send (lease, plan lookup, thread slot), ms.
 const PREPARE_MS: u64 = 2_000;
@@ -90,7 +90,7 @@ pub enum Found {
     /// another request held the lease all along.
     Pending { retry_after_ms: u64 },
     /// This request holds the lease: [`Held::advance`] it.
-    Leased(Held),
+    Leased(Box<Held>),
 }
 
 /// A solve whose lease this request holds.
@@ -159,6 +159,7 @@ pub fn create(
     id: &str,
     solve: &Solve,
     keyed: Option<Keyed>,
+    times: Option<String>,
     wait_until: u64,
 ) -> anyhow::Result<Held> {
     let holder = new_id()?;
@@ -178,6 +179,7 @@ pub fn create(
         submitting: None,
         request,
         chain,
+        times,
     };
     if deadline.is_some() {
         sweep::enqueue(kv, id, exp)?;
@@ -283,7 +285,7 @@ pub async fn lease(
             next.lease = Some(Lease { holder: holder.clone(), until: lease_until });
             next.exp = next.exp.max(lease_until + settings.abandon_after_ms);
             if let Swapped::Yes = record::swap(kv, id, &mut loaded, next)? {
-                return Ok(Found::Leased(Held { id: id.to_owned(), loaded }));
+                return Ok(Found::Leased(Box::new(Held { id: id.to_owned(), loaded })));
             }
             continue;
         }
@@ -501,7 +503,7 @@ impl Ended {
     /// [`RESULT_RETENTION_MS`], and gives back the task and the thread slot. Counted in the
     /// metrics by the one request whose swap stores it; a request that lost the lease meanwhile
     /// stores nothing.
-    pub fn settle(mut self, kv: &Kv, status: u16, body: &Value) -> anyhow::Result<()> {
+    pub async fn settle(mut self, kv: &Kv, status: u16, body: &Value) -> anyhow::Result<()> {
         let exp = match &self.outcome {
             Outcome::Solved(solution) => {
                 let keep_until = solution.solved_at + RESULT_RETENTION_MS;
@@ -511,6 +513,7 @@ impl Ended {
         };
         let Held { id, loaded } = &mut self.held;
         let slot = loaded.record.slot;
+        let task_type = loaded.record.times.clone();
         let next = SolveRecord {
             exp,
             state: None,
@@ -523,6 +526,7 @@ impl Ended {
             submitting: None,
             request: loaded.record.request.clone(),
             chain: loaded.record.chain.clone(),
+            times: None,
         };
         if let Swapped::Conflict = record::swap(kv, id, loaded, next)? {
             return Ok(());
@@ -532,7 +536,12 @@ impl Ended {
             budget::release(kv, n, id)?;
         }
         match &self.outcome {
-            Outcome::Solved(solution) => metrics::solved(kv, solution.elapsed_ms),
+            Outcome::Solved(solution) => {
+                metrics::solved(kv, solution.elapsed_ms);
+                if let Some(task_type) = task_type {
+                    times::observe(kv, &task_type, solution).await;
+                }
+            }
             Outcome::Failed(failure) => metrics::failed(kv, failure.class, failure.origin),
         }
         Ok(())

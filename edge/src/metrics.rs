@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::engine::{FailureClass, FailureOrigin, RequestKind};
 use crate::kv::Kv;
+use crate::times;
 
 /// Solve-time histogram bucket bounds, seconds.
 pub const SOLVE_SECONDS_BUCKETS: &[u64] = &[5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300];
@@ -59,6 +60,12 @@ pub fn failed(kv: &Kv, class: FailureClass, origin: FailureOrigin) {
 /// (`crate::lifecycle`, submits in doubt).
 pub fn submit_in_doubt(kv: &Kv) {
     bump(kv, "metrics/submits_in_doubt", 1);
+}
+
+/// An observation of a solved solve was not saved into its type's solve-times model
+/// (`crate::times`): every try lost its race (`contention`), or the store failed (`store`).
+pub fn solve_times_dropped(kv: &Kv, reason: &str) {
+    bump(kv, &format!("metrics/solve_times/dropped/{reason}"), 1);
 }
 
 /// An upstream request of `kind` came back with a reply (`ok`) or a transport error.
@@ -122,10 +129,59 @@ pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
     out += "# HELP captchaai_edge_threads_busy Thread slots held by solves now (all instances).\n";
     out += "# TYPE captchaai_edge_threads_busy gauge\n";
     writeln!(out, "captchaai_edge_threads_busy {busy}")?;
+    render_solve_times(kv, &mut out)?;
     if let Some(plan) = plan {
         out += "# HELP captchaai_edge_threads_plan The plan's threads (threadsinfo, cached).\n";
         out += "# TYPE captchaai_edge_threads_plan gauge\n";
         writeln!(out, "captchaai_edge_threads_plan {plan}")?;
     }
     Ok(out)
+}
+
+/// The shared solve-times models (`crate::times`), one per captcha type that has one: their
+/// observations, the first wait they give, their quantiles (all from the engine), and the
+/// observations dropped.
+fn render_solve_times(kv: &Kv, out: &mut String) -> anyhow::Result<()> {
+    let models = times::summaries(kv)?;
+    *out += "# HELP captchaai_edge_solve_times_observations Solved solves the shared solve-time model of each captcha type has learned from (adaptive polling).\n";
+    *out += "# TYPE captchaai_edge_solve_times_observations gauge\n";
+    for model in &models {
+        writeln!(
+            out,
+            "captchaai_edge_solve_times_observations{{type=\"{}\"}} {}",
+            model.task_type, model.observations
+        )?;
+    }
+    *out += "# HELP captchaai_edge_solve_times_first_wait_seconds The first wait the model gives new solves of the type; absent while the type's table applies (under 20 observations).\n";
+    *out += "# TYPE captchaai_edge_solve_times_first_wait_seconds gauge\n";
+    for model in &models {
+        if let Some(ms) = model.first_wait_ms {
+            writeln!(
+                out,
+                "captchaai_edge_solve_times_first_wait_seconds{{type=\"{}\"}} {}",
+                model.task_type,
+                ms as f64 / 1_000.0
+            )?;
+        }
+    }
+    *out += "# HELP captchaai_edge_solve_times_quantile_seconds Solve time quantiles as the type's model sees them (its histogram bucket's lower edge; recent solves weigh most).\n";
+    *out += "# TYPE captchaai_edge_solve_times_quantile_seconds gauge\n";
+    for model in &models {
+        for (permille, ms) in &model.quantiles {
+            writeln!(
+                out,
+                "captchaai_edge_solve_times_quantile_seconds{{type=\"{}\",quantile=\"{}\"}} {}",
+                model.task_type,
+                f64::from(*permille) / 1_000.0,
+                *ms as f64 / 1_000.0
+            )?;
+        }
+    }
+    *out += "# HELP captchaai_edge_solve_times_dropped_total Observations of solved solves not saved into their model: every try lost its race, or the store failed.\n";
+    *out += "# TYPE captchaai_edge_solve_times_dropped_total counter\n";
+    for reason in ["contention", "store"] {
+        let n = kv.counter(&format!("metrics/solve_times/dropped/{reason}"))?;
+        writeln!(out, "captchaai_edge_solve_times_dropped_total{{reason=\"{reason}\"}} {n}")?;
+    }
+    Ok(())
 }

@@ -15,8 +15,8 @@
 //!   the next attempt's id (`crate::ids::next_attempt`) is claimed the same way; the claims of
 //!   the whole chain are removed with the solve at its end.
 //!
-//! Records written by the previous version (without `submitting` and `request`) read as solves
-//! with no submit in flight, started without a key.
+//! Records written by the previous version (without `submitting`, `request` and `times`) read as
+//! solves with no submit in flight, started without a key, and not observed into a model.
 //!
 //! Every value carries `exp` (epoch ms): wasi:keyvalue has no TTL, so expired records are
 //! removed when met and by the bounded sweep (`crate::sweep`).
@@ -76,6 +76,10 @@ pub struct SolveRecord {
     /// ends, whose claims are removed with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Chain>,
+    /// The captcha type of a solve created with its type's shared solve-times model
+    /// (`crate::times`): its answer is observed into that model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<String>,
 }
 
 /// The claims before a keyed solve's own: the first attempt's id (`crate::ids::keyed_id`) and
