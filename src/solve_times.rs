@@ -134,8 +134,15 @@ impl SolveTimes {
             // An early first poll found nothing. Answered by the next poll (one interval later,
             // or at a gap's second wait): wait a little longer. A later answer says nothing about
             // the early group.
-            let next = elapsed <= used.saturating_add(interval + interval / 2) || (gap && solution.polls == 2);
-            let floor = if next { used.saturating_add(interval / ADAPTIVE.miss_step).min(table) } else { 0 };
+            let next = elapsed <= used.saturating_add(interval + interval / 2);
+            let at_gap = gap && solution.polls == 2;
+            let floor = if next {
+                used.saturating_add(interval / ADAPTIVE.miss_step).min(table)
+            } else if at_gap {
+                used
+            } else {
+                0
+            };
             self.floor_ms = self.floor_ms.max(floor);
         }
         if late {
