@@ -68,6 +68,12 @@ pub fn solve_times_dropped(kv: &Kv, reason: &str) {
     bump(kv, &format!("metrics/solve_times/dropped/{reason}"), 1);
 }
 
+/// A swap of a solve-times model found it changed since it was read (another observation
+/// came first): the observation is tried again (`crate::times`).
+pub fn solve_times_conflict(kv: &Kv) {
+    bump(kv, "metrics/solve_times/conflicts", 1);
+}
+
 /// An upstream request of `kind` came back with a reply (`ok`) or a transport error.
 pub fn upstream(kv: &Kv, kind: RequestKind, ok: bool) {
     let result = if ok { "reply" } else { "transport_error" };
@@ -177,6 +183,10 @@ fn render_solve_times(kv: &Kv, out: &mut String) -> anyhow::Result<()> {
             )?;
         }
     }
+    let conflicts = kv.counter("metrics/solve_times/conflicts")?;
+    *out += "# HELP captchaai_edge_solve_times_conflicts_total Swaps of a model that found it changed since it was read (another observation came first), each tried again.\n";
+    *out += "# TYPE captchaai_edge_solve_times_conflicts_total counter\n";
+    writeln!(out, "captchaai_edge_solve_times_conflicts_total {conflicts}")?;
     *out += "# HELP captchaai_edge_solve_times_dropped_total Observations of solved solves not saved into their model: every try lost its race, or the store failed.\n";
     *out += "# TYPE captchaai_edge_solve_times_dropped_total counter\n";
     for reason in ["contention", "store"] {

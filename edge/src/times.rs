@@ -186,6 +186,7 @@ async fn try_observe(kv: &Kv, task_type: &str, solution: &Solution) -> anyhow::R
         if let Swapped::Yes = cas.swap(&stored(&model, revs, &rev)?)? {
             return Ok(Observed::Saved);
         }
+        metrics::solve_times_conflict(kv);
     }
     // The last try's swap may have happened and been overwritten before its check.
     let last = kv.get(&key)?.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok());

@@ -140,7 +140,10 @@ async fn two_spin_instances_on_one_redis_share_one_solve_times_model() {
         })
         .collect();
     assert!(quantiles.windows(2).all(|w| w[0] <= w[1]) && quantiles[2] < 10.0, "quantiles {quantiles:?}");
-    eprintln!("{total} observations; first wait {first_wait:?} s; p50, p90, p99: {quantiles:?} s");
+    let conflicts = value(&text, "captchaai_edge_solve_times_conflicts_total").unwrap();
+    eprintln!(
+        "{total} observations ({conflicts} swaps lost a race and were tried again); first wait {first_wait:?} s; p50, p90, p99: {quantiles:?} s"
+    );
     assert_eq!(value(&metrics(&clients, &b).await, &series), Some(total), "B reports the same model");
 
     // A stored model the engine refuses: the next solve still answers, and starts the model afresh.
