@@ -24,7 +24,7 @@ use bindings::{EngineComponent, EngineComponentPre, exports};
 
 pub use exports::captchaai::engine::types::{
     Admission, Answer, Config, Failure, FailureClass, FailureOrigin, HttpRequest, HttpResponse, Misuse, Output,
-    RequestBody, RequestKind, RestoreError, Solution, ThreadsInfo, TransportError,
+    RequestBody, RequestKind, RestoreError, Solution, SolveTimesError, ThreadsInfo, TransportError,
 };
 
 /// Every field unset: the engine's defaults (and the captcha type's timings).
@@ -176,6 +176,68 @@ impl EngineInstance {
         api.call_create(&mut self.store, task_json, key, config, now)
     }
 
+    /// `solve.create-with-times`: `create`, with the first wait the model `times` (a
+    /// `solve-times` resource of this instance) gives.
+    pub fn create_with_times(
+        &mut self,
+        task_json: &str,
+        key: &str,
+        config: &Config,
+        now: u64,
+        times: ResourceAny,
+    ) -> wasmtime::Result<Result<ResourceAny, Failure>> {
+        let api = self.api.captchaai_engine_engine().solve();
+        api.call_create_with_times(&mut self.store, task_json, key, config, now, times)
+    }
+
+    /// `solve-times.create`: an empty model of a captcha type.
+    pub fn times_create(&mut self, task_type: &str) -> wasmtime::Result<Result<ResourceAny, SolveTimesError>> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_create(&mut self.store, task_type)
+    }
+
+    /// `solve-times.from-text`: a model from its text form.
+    pub fn times_from_text(&mut self, text: &str) -> wasmtime::Result<Result<ResourceAny, SolveTimesError>> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_from_text(&mut self.store, text)
+    }
+
+    /// `solve-times.to-text`.
+    pub fn times_to_text(&mut self, times: ResourceAny) -> wasmtime::Result<String> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_to_text(&mut self.store, times)
+    }
+
+    /// `solve-times.task-type`.
+    pub fn times_task_type(&mut self, times: ResourceAny) -> wasmtime::Result<String> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_task_type(&mut self.store, times)
+    }
+
+    /// `solve-times.observations`.
+    pub fn times_observations(&mut self, times: ResourceAny) -> wasmtime::Result<u32> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_observations(&mut self.store, times)
+    }
+
+    /// `solve-times.observe`: learns from a solved solve of the model's type; whether it was used.
+    pub fn times_observe(&mut self, times: ResourceAny, solution: &Solution) -> wasmtime::Result<bool> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_observe(&mut self.store, times, solution)
+    }
+
+    /// `solve-times.first-wait-ms`: the first wait the model gives (`None`: the type's table).
+    pub fn times_first_wait_ms(&mut self, times: ResourceAny) -> wasmtime::Result<Option<u64>> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_first_wait_ms(&mut self.store, times)
+    }
+
+    /// `solve-times.quantile-ms`.
+    pub fn times_quantile_ms(&mut self, times: ResourceAny, permille: u32) -> wasmtime::Result<Option<u64>> {
+        let api = self.api.captchaai_engine_engine().solve_times();
+        api.call_quantile_ms(&mut self.store, times, permille)
+    }
+
     /// `solve.restore`.
     pub fn restore(&mut self, snapshot: &str, key: &str) -> wasmtime::Result<Result<ResourceAny, RestoreError>> {
         let api = self.api.captchaai_engine_engine().solve();
@@ -249,6 +311,11 @@ impl EngineInstance {
     /// Frees a solve resource.
     pub fn drop_solve(&mut self, solve: ResourceAny) -> wasmtime::Result<()> {
         solve.resource_drop(&mut self.store)
+    }
+
+    /// Frees a solve-times resource.
+    pub fn drop_times(&mut self, times: ResourceAny) -> wasmtime::Result<()> {
+        times.resource_drop(&mut self.store)
     }
 
     /// `is-fresh`.

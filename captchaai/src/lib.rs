@@ -27,10 +27,10 @@ pub use clock::Clock;
 pub use component::{
     Admission, Answer, Config, ENGINE_WASM, EngineHost, EngineInstance, Failure, FailureClass, FailureOrigin,
     HttpRequest, HttpResponse, LoadStats, Misuse, Output, RequestBody, RequestKind, RestoreError, Solution,
-    ThreadsInfo, TransportError,
+    SolveTimesError, ThreadsInfo, TransportError,
 };
 pub use gate::Gate;
 pub use http::HttpClient;
-pub use runner::{DEFAULT_MAX_MEMORY, Runner, RunnerOptions, RunnerStats, SolveReport};
+pub use runner::{DEFAULT_MAX_MEMORY, FirstWait, Runner, RunnerOptions, RunnerStats, SolveReport};
 /// The handle of a solve inside an [`EngineInstance`] (a component-model resource).
 pub use wasmtime::component::ResourceAny;

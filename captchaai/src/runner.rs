@@ -1,6 +1,6 @@
 //! [`Runner`]: many solves at once through one engine instance, with checkpoints and recovery.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -9,7 +9,9 @@ use anyhow::{Context, Result, anyhow};
 use wasmtime::component::ResourceAny;
 
 use crate::clock::Clock;
-use crate::component::{Config, EngineHost, EngineInstance, Failure, Misuse, Output, Solution, ThreadsInfo};
+use crate::component::{
+    Config, EngineHost, EngineInstance, Failure, Misuse, Output, Solution, SolveTimesError, ThreadsInfo,
+};
 use crate::gate::Gate;
 use crate::http::HttpClient;
 
@@ -27,6 +29,12 @@ pub struct RunnerOptions {
     /// Keep a snapshot of every solve after each change, so a trapped instance can be replaced
     /// without losing solves. Off only for measuring the engine alone.
     pub checkpoints: bool,
+    /// Adaptive polling: keep one solve-times model per captcha type (the engine's
+    /// `solve-times`), create each solve with its type's model and let the model learn from
+    /// each solved solve. Off by default here (solves then take the type table's waits, which
+    /// keeps measurements comparable); the `captchaai` CLI turns it on. Models loaded with
+    /// [`Runner::set_solve_times`] are used only when it is on.
+    pub adaptive: bool,
 }
 
 impl RunnerOptions {
@@ -37,6 +45,7 @@ impl RunnerOptions {
             http: HttpClient::new(clock, max_in_flight),
             max_memory: DEFAULT_MAX_MEMORY,
             checkpoints: true,
+            adaptive: false,
         }
     }
 }
@@ -65,6 +74,16 @@ pub struct RunnerStats {
     pub recoveries: u64,
 }
 
+/// What a captcha type's solve-times model gives now ([`Runner::first_waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstWait {
+    /// The first wait a new solve of the type gets, ms; `None` while the type's table applies
+    /// (under the engine's minimum of observations).
+    pub first_wait_ms: Option<u64>,
+    /// Solved solves the model has learned from.
+    pub observations: u32,
+}
+
 /// Drives many solves concurrently through one engine instance.
 pub struct Runner {
     host: EngineHost,
@@ -82,6 +101,16 @@ pub struct Runner {
 struct Engines {
     instance: EngineInstance,
     solves: HashMap<u64, Slot>,
+    /// With adaptive polling: one model per captcha type in the current instance, with its text
+    /// form after its latest change (a replacement instance's model continues from it, so a trap
+    /// loses no observation).
+    times: BTreeMap<String, Model>,
+}
+
+/// A captcha type's solve-times model: its handle in the current instance and its text form.
+struct Model {
+    handle: ResourceAny,
+    text: String,
 }
 
 /// An in-flight solve: its handle in the current instance and what is needed to restore it
@@ -100,7 +129,7 @@ impl Runner {
         Ok(Runner {
             host,
             options,
-            engines: Mutex::new(Engines { instance, solves: HashMap::new() }),
+            engines: Mutex::new(Engines { instance, solves: HashMap::new(), times: BTreeMap::new() }),
             next_id: AtomicU64::new(1),
             engine_calls: AtomicU64::new(0),
             engine_ns: AtomicU64::new(0),
@@ -146,8 +175,12 @@ impl Runner {
     /// asks, sleeps as long as it says, and returns its terminal output. An `Err` is a host
     /// problem (the engine could not be instantiated, or reported host misuse), never an API
     /// failure: those are in [`SolveReport::outcome`].
+    ///
+    /// With [`RunnerOptions::adaptive`], the solve is created with its captcha type's model, and
+    /// a solved solve is observed into it.
     pub async fn solve(&self, task_json: &str, key: &str, config: &Config) -> Result<SolveReport> {
-        let id = match self.register(task_json, key, config)? {
+        let kind = if self.options.adaptive { task_type(task_json) } else { None };
+        let id = match self.register(task_json, key, config, kind.as_deref())? {
             Ok(id) => id,
             Err(failure) => return Ok(SolveReport { outcome: Err(failure), requests: 0 }),
         };
@@ -157,17 +190,90 @@ impl Runner {
             // Dropping can only fail if the instance trapped; then the handle is gone anyway.
             let _ = engines.instance.drop_solve(slot.handle);
         }
+        if let (Some(kind), Ok(SolveReport { outcome: Ok(solution), .. })) = (&kind, &result) {
+            let started = Instant::now();
+            self.retrying(&mut engines, |engines| {
+                let Some(model) = engines.times.get_mut(kind.as_str()) else { return Ok(()) };
+                if engines.instance.times_observe(model.handle, solution)? {
+                    model.text = engines.instance.times_to_text(model.handle)?;
+                }
+                Ok(())
+            })?;
+            self.count(started, &self.engine_calls, &self.engine_ns);
+        }
         result
     }
 
+    /// Loads a captcha type's solve-times model from its text form (as [`Self::solve_times`]
+    /// gives it), replacing any the runner has; a model of another type is refused as
+    /// `invalid`. Used only with [`RunnerOptions::adaptive`].
+    pub fn set_solve_times(&self, task_type: &str, text: &str) -> Result<Result<(), SolveTimesError>> {
+        let mut engines = self.lock();
+        self.retrying(&mut engines, |engines| {
+            let handle = match engines.instance.times_from_text(text)? {
+                Ok(handle) => handle,
+                Err(error) => return Ok(Err(error)),
+            };
+            let of = engines.instance.times_task_type(handle)?;
+            if of != task_type {
+                engines.instance.drop_times(handle)?;
+                return Ok(Err(SolveTimesError::Invalid(format!(
+                    "a model of `{of}` was given for captcha type `{task_type}`"
+                ))));
+            }
+            let model = Model { handle, text: text.to_owned() };
+            if let Some(old) = engines.times.insert(task_type.to_owned(), model) {
+                engines.instance.drop_times(old.handle)?;
+            }
+            Ok(Ok(()))
+        })
+    }
+
+    /// Every captcha type's solve-times model in its text form (versioned JSON under 1 KiB:
+    /// counts and times, never a key or a token), to save and give a later runner with
+    /// [`Self::set_solve_times`].
+    pub fn solve_times(&self) -> BTreeMap<String, String> {
+        self.lock().times.iter().map(|(kind, model)| (kind.clone(), model.text.clone())).collect()
+    }
+
+    /// What each captcha type's model gives a new solve now.
+    pub fn first_waits(&self) -> Result<BTreeMap<String, FirstWait>> {
+        let mut engines = self.lock();
+        self.retrying(&mut engines, |engines| {
+            let mut waits = BTreeMap::new();
+            for (kind, model) in &engines.times {
+                let first_wait_ms = engines.instance.times_first_wait_ms(model.handle)?;
+                let observations = engines.instance.times_observations(model.handle)?;
+                waits.insert(kind.clone(), FirstWait { first_wait_ms, observations });
+            }
+            Ok(waits)
+        })
+    }
+
     /// Creates a solve and keeps its first checkpoint, in one step under the lock.
-    fn register(&self, task_json: &str, key: &str, config: &Config) -> Result<Result<u64, Failure>> {
+    /// With `kind` (adaptive polling), the solve is created with that type's model, made empty
+    /// on first use.
+    fn register(
+        &self,
+        task_json: &str,
+        key: &str,
+        config: &Config,
+        kind: Option<&str>,
+    ) -> Result<Result<u64, Failure>> {
         let now = self.options.clock.now_ms();
         let checkpoints = self.options.checkpoints;
         let mut engines = self.lock();
         let started = Instant::now();
         let created = self.retrying(&mut engines, |engines| {
-            let handle = match engines.instance.create(task_json, key, config, now)? {
+            let times = match kind {
+                Some(kind) => model(engines, kind)?,
+                None => None,
+            };
+            let created = match times {
+                Some(times) => engines.instance.create_with_times(task_json, key, config, now, times)?,
+                None => engines.instance.create(task_json, key, config, now)?,
+            };
+            let handle = match created {
                 Ok(handle) => handle,
                 Err(failure) => return Ok(Err(failure)),
             };
@@ -288,10 +394,15 @@ impl Runner {
         ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// Replaces a trapped instance and restores every in-flight solve from its checkpoint.
+    /// Replaces a trapped instance and restores every solve-times model from its latest text and
+    /// every in-flight solve from its checkpoint.
     fn recover(&self, engines: &mut Engines) -> Result<()> {
         self.recoveries.fetch_add(1, Ordering::Relaxed);
         engines.instance = self.host.instantiate(self.options.max_memory)?;
+        for model in engines.times.values_mut() {
+            let restored = engines.instance.times_from_text(&model.text)?;
+            model.handle = restored.map_err(|e| anyhow!("restoring a solve-times model failed: {e:?}"))?;
+        }
         for slot in engines.solves.values_mut() {
             if slot.checkpoint.is_empty() {
                 return Err(anyhow!("a solve has no checkpoint yet (or checkpoints are off); it cannot be restored"));
@@ -301,4 +412,22 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// The `type` of a task's JSON, if it has one (the engine judges the rest).
+fn task_type(task_json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(task_json).ok()?;
+    value.get("type")?.as_str().map(str::to_owned)
+}
+
+/// The model of captcha type `kind` in the current instance, made empty on first use; `None`
+/// for a type the engine does not know (it then refuses the task itself).
+fn model(engines: &mut Engines, kind: &str) -> wasmtime::Result<Option<ResourceAny>> {
+    if let Some(model) = engines.times.get(kind) {
+        return Ok(Some(model.handle));
+    }
+    let Ok(handle) = engines.instance.times_create(kind)? else { return Ok(None) };
+    let text = engines.instance.times_to_text(handle)?;
+    engines.times.insert(kind.to_owned(), Model { handle, text });
+    Ok(Some(handle))
 }

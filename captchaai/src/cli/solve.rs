@@ -1,8 +1,9 @@
 //! `captchaai solve` and `captchaai threads`: run the engine component against CaptchaAI (or the
 //! emulator) from the command line. The key comes from `CAPTCHAAI_KEY` and is never printed.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -40,7 +41,9 @@ impl EngineArgs {
             None => EngineHost::embedded(cache_dir.as_deref())?,
         };
         let clock = Clock::scaled(self.time_scale);
-        Runner::new(host, RunnerOptions::new(clock, self.max_in_flight))
+        // Adaptive polling: one solve-times model per captcha type, learned from the solves.
+        let options = RunnerOptions { adaptive: true, ..RunnerOptions::new(clock, self.max_in_flight) };
+        Runner::new(host, options)
     }
 
     fn config(&self, deadline_ms: Option<u64>) -> Config {
@@ -83,6 +86,10 @@ pub struct SolveArgs {
     /// Overall deadline per solve, ms (default: per type).
     #[arg(long)]
     pub deadline_ms: Option<u64>,
+    /// Adaptive polling's learned solve times: loaded at the start when FILE exists (a JSON
+    /// object, captcha type -> the engine's solve-times model text), saved there at the end.
+    #[arg(long, value_name = "FILE")]
+    pub solve_times: Option<PathBuf>,
 }
 
 /// Flags of `captchaai threads`.
@@ -157,8 +164,14 @@ pub async fn solve(args: SolveArgs) -> Result<()> {
         (None, None, None) => bail!("give --task, --type with --field, or --batch"),
     };
     let runner = Arc::new(args.engine.runner()?);
+    if let Some(path) = &args.solve_times {
+        load_solve_times(&runner, path)?;
+    }
     if args.batch.is_none() {
         let report = runner.solve(&tasks[0], &key, &config).await?;
+        if let Some(path) = &args.solve_times {
+            save_solve_times(&runner, path)?;
+        }
         return match report.outcome {
             Ok(solution) => {
                 println!("{}", answer_text(&solution.answer));
@@ -170,10 +183,78 @@ pub async fn solve(args: SolveArgs) -> Result<()> {
             Err(failure) => bail!("{}", describe(&failure)),
         };
     }
-    run_batch(runner, &key, &config, tasks, args.reserve).await
+    run_batch(runner, &key, &config, tasks, args.reserve, args.solve_times.as_deref()).await
 }
 
-async fn run_batch(runner: Arc<Runner>, key: &str, config: &Config, tasks: Vec<String>, reserve: u64) -> Result<()> {
+/// The engine's documented minimum of observations before a model changes a type's waits (for
+/// the summary only).
+const MIN_OBSERVATIONS: u32 = 20;
+
+/// Loads the solve-times models saved in `path` (nothing when it does not exist or is empty).
+fn load_solve_times(runner: &Runner, path: &Path) -> Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading --solve-times {}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    let models: BTreeMap<String, String> = serde_json::from_str(&text).with_context(|| {
+        format!("--solve-times {}: not a JSON object of captcha type to model text", path.display())
+    })?;
+    for (kind, model) in &models {
+        if let Err(e) = runner.set_solve_times(kind, model)? {
+            bail!("--solve-times {}: the model of `{kind}` is refused: {}", path.display(), describe_times_error(&e));
+        }
+    }
+    Ok(())
+}
+
+/// Saves every model to `path` (written beside it, then renamed over it).
+fn save_solve_times(runner: &Runner, path: &Path) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(&runner.solve_times())?;
+    text.push('\n');
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("saving --solve-times {}", path.display()))
+}
+
+fn describe_times_error(e: &captchaai::SolveTimesError) -> String {
+    match e {
+        captchaai::SolveTimesError::Malformed(why) => format!("not JSON ({why})"),
+        captchaai::SolveTimesError::Foreign => "not a captchaai-engine solve-times model".into(),
+        captchaai::SolveTimesError::UnsupportedVersion(v) => format!("version {v} is not supported"),
+        captchaai::SolveTimesError::Invalid(why) => format!("invalid ({why})"),
+    }
+}
+
+/// `learned first wait: turnstile 6.0 s after 25 solves, recaptcha_v2 table (3/20 observations)`.
+fn first_waits_line(runner: &Runner) -> Result<Option<String>> {
+    let waits = runner.first_waits()?;
+    if waits.is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<String> = waits
+        .iter()
+        .map(|(kind, wait)| match wait.first_wait_ms {
+            Some(ms) => format!("{kind} {:.1} s after {} solves", ms as f64 / 1000.0, wait.observations),
+            None => format!("{kind} table ({}/{MIN_OBSERVATIONS} observations)", wait.observations),
+        })
+        .collect();
+    Ok(Some(format!("learned first wait: {}", parts.join(", "))))
+}
+
+async fn run_batch(
+    runner: Arc<Runner>,
+    key: &str,
+    config: &Config,
+    tasks: Vec<String>,
+    reserve: u64,
+    solve_times: Option<&Path>,
+) -> Result<()> {
     let plan = match runner.threads_info(key, config).await? {
         Ok(info) => info.threads,
         Err(failure) => bail!("threadsinfo: {}", describe(&failure)),
@@ -236,5 +317,11 @@ async fn run_batch(runner: Arc<Runner>, key: &str, config: &Config, tasks: Vec<S
         pct(0.50),
         pct(0.95)
     );
+    if let Some(line) = first_waits_line(&runner)? {
+        eprintln!("{line}");
+    }
+    if let Some(path) = solve_times {
+        save_solve_times(&runner, path)?;
+    }
     Ok(())
 }
