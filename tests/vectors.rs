@@ -1,6 +1,8 @@
 //! Replays every golden vector in testdata/vectors natively and compares the full transcript.
-//! `BLESS=1 cargo test --test vectors` rewrites the transcripts (read the diff afterwards); the
-//! hand-written `expect` summaries are checked either way.
+//! `BLESS=1 cargo test --test vectors` rewrites the transcripts, and everything else derived from
+//! the engine's rules: the solve-times models built from `solve_times_recipe` and the model after
+//! the solve (read the diff afterwards); the hand-written `expect` summaries are checked either
+//! way.
 
 use std::fs;
 use std::path::PathBuf;
@@ -8,7 +10,7 @@ use std::path::PathBuf;
 mod common;
 
 use captchaai_engine::RequestKind;
-use captchaai_vectors::{Native, Vector, replay};
+use captchaai_vectors::{Native, Vector, build_solve_times, replay_full};
 use serde_json::Value as Json;
 
 fn vector_files() -> Vec<PathBuf> {
@@ -106,8 +108,22 @@ fn golden_vectors_replay_exactly() {
     for path in &files {
         let text = fs::read_to_string(path).unwrap();
         let mut vector = Vector::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let transcript = replay(&mut Native, &vector);
-        let name = &vector.name;
+        let name = vector.name.clone();
+        if let Some(recipe) = &vector.solve_times_recipe {
+            let built = build_solve_times(recipe).unwrap_or_else(|e| panic!("{name}: solve_times_recipe: {e}"));
+            if bless {
+                vector.solve_times = Some(built);
+            } else if vector.solve_times.as_ref() != Some(&built) {
+                failures.push(format!(
+                    "{name}: solve_times is not what solve_times_recipe builds (the rule changed? bless)\n  \
+                     stored: {:?}\n  built:  {built}",
+                    vector.solve_times
+                ));
+                continue;
+            }
+        }
+        let replayed = replay_full(&mut Native, &vector);
+        let transcript = replayed.transcript;
         if let Err(e) = check_expect(&vector, &transcript).and_then(|()| check_invariants(&vector, &transcript)) {
             let pretty = serde_json::to_string_pretty(&transcript).unwrap();
             failures.push(format!("{name}: {e}\n  transcript: {pretty}"));
@@ -115,7 +131,13 @@ fn golden_vectors_replay_exactly() {
         }
         if bless {
             vector.transcript = transcript;
+            vector.solve_times_after = replayed.solve_times_after;
             fs::write(path, vector.to_pretty() + "\n").unwrap();
+        } else if vector.solve_times_after != replayed.solve_times_after {
+            failures.push(format!(
+                "{name}: the model after the solve differs\n  stored:   {:?}\n  replayed: {:?}",
+                vector.solve_times_after, replayed.solve_times_after
+            ));
         } else if vector.transcript != transcript {
             let first = vector
                 .transcript
@@ -139,5 +161,65 @@ fn vector_files_round_trip_through_the_schema() {
         let text = fs::read_to_string(&path).unwrap();
         let vector = Vector::parse(&text).unwrap();
         assert_eq!(vector.to_pretty() + "\n", text, "{} is not in canonical form", path.display());
+    }
+}
+
+/// The solve-times vectors show what they say: a fast model polls before the table's first wait,
+/// a slow one after it, a bimodal one waits longer after a first poll that found nothing (and
+/// its solve's snapshot is version 3), a model of another type is refused; and every model
+/// after a solved solve has learned from it.
+#[test]
+fn solve_times_vectors_show_their_models() {
+    use captchaai_engine::{ApiKey, Config, Output, Solve, SolveTimes, Task};
+    let load = |name: &str| {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("testdata/vectors/{name}.json"));
+        Vector::parse(&fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let model = |v: &Vector| v.solve_times.as_deref().expect("a model").parse::<SolveTimes>().unwrap();
+    let table = |v: &Vector| {
+        let kind = v.task["type"].as_str().unwrap();
+        captchaai_engine::task_types().find(|t| t.name() == kind).unwrap().first_wait_ms()
+    };
+    // The first poll's time after the submit, in the stored transcript.
+    let first_poll_gap = |v: &Vector| {
+        let sends: Vec<&Json> = v.transcript.iter().filter_map(|e| e.get("send")).collect();
+        let at = |i: usize| sends[i]["at"].as_u64().unwrap();
+        assert_eq!(sends[0]["kind"], "submit");
+        assert_eq!(sends[1]["kind"], "poll");
+        (at(1), at(0), sends.iter().map(|s| s["at"].as_u64().unwrap()).collect::<Vec<_>>())
+    };
+    let n = |text: &str| text.parse::<SolveTimes>().unwrap().observations();
+
+    let fast = load("solve_times_fast");
+    let wait = model(&fast).first_wait_ms().expect("a learned first wait");
+    assert!(wait < table(&fast), "fast: {wait} ms, table {}", table(&fast));
+    let (poll, submit, _) = first_poll_gap(&fast);
+    assert!(poll - submit < table(&fast), "fast: the first poll comes before the table's");
+
+    let slow = load("solve_times_slow");
+    let wait = model(&slow).first_wait_ms().expect("a learned first wait");
+    assert!(wait > table(&slow), "slow: {wait} ms, table {}", table(&slow));
+    let (poll, submit, _) = first_poll_gap(&slow);
+    assert!(poll - submit > table(&slow), "slow: the first poll comes after the table's");
+
+    let bimodal = load("solve_times_bimodal");
+    let (_, _, ats) = first_poll_gap(&bimodal);
+    let interval = captchaai_engine::task_types().find(|t| t.name() == "turnstile").unwrap().poll_interval_ms();
+    assert!(ats[2] - ats[1] > interval, "bimodal: a second wait longer than the interval: {ats:?}");
+    assert!(!bimodal.restore_before.is_empty(), "bimodal: restored mid-solve");
+    let task = Task::from_json(&bimodal.task.to_string()).unwrap();
+    let key = ApiKey::new(&bimodal.key).unwrap();
+    let mut solve = Solve::with_solve_times(task, key, &Config::default(), &model(&bimodal), bimodal.start_ms).unwrap();
+    assert!(matches!(solve.poll_output(bimodal.start_ms), Ok(Output::Send(_))));
+    assert!(solve.snapshot().contains(r#""version":3"#), "bimodal: {}", solve.snapshot());
+
+    let foreign = load("solve_times_other_type");
+    assert_ne!(model(&foreign).task_type(), foreign.task["type"].as_str().unwrap());
+    assert_eq!(outcome(&foreign.transcript).1["field"], "solve_times");
+    assert_eq!(foreign.solve_times_after, foreign.solve_times, "a refused solve teaches nothing");
+
+    for v in [&fast, &slow, &bimodal] {
+        let (before, after) = (v.solve_times.as_deref().unwrap(), v.solve_times_after.as_deref().unwrap());
+        assert_eq!(n(after), n(before) + 1, "{}: the model observed the solution", v.name);
     }
 }

@@ -1,5 +1,7 @@
 //! Every golden vector replayed through the engine .wasm in wasmtime gives exactly the native
-//! transcript (and the stored one).
+//! transcript (and the stored one); a vector with a solve-times model is created with it through
+//! the component (`solve-times.from-text`, `solve.create-with-times`), and the model after it
+//! observed the solution is the native and the stored one, byte for byte.
 
 use std::path::PathBuf;
 
@@ -114,8 +116,49 @@ impl Wasm {
     }
 }
 
+/// The native solution as the WIT record (for `solve-times.observe`).
+fn solution_to_wit(s: &Solution) -> wit::Solution {
+    wit::Solution {
+        answer: match &s.answer {
+            captchaai_engine::Answer::Text(t) => wit::Answer::Text(t.to_string()),
+            captchaai_engine::Answer::Json(j) => wit::Answer::Json(j.to_string()),
+        },
+        user_agent: s.user_agent.clone(),
+        task_id: s.task_id.as_deref().map(str::to_owned),
+        submitted_at: s.submitted_at,
+        solved_at: s.solved_at,
+        elapsed_ms: s.elapsed_ms,
+        polls: s.polls,
+        attempts: s.attempts,
+        expires_at: s.expires_at,
+    }
+}
+
 impl Engine for Wasm {
     type Solve = ResourceAny;
+
+    fn create_with_times(
+        &mut self,
+        task_json: &str,
+        key: &str,
+        config: &captchaai_engine::Config,
+        now: u64,
+        solve_times: &str,
+    ) -> Result<Result<ResourceAny, Failure>, String> {
+        let times = self.instance.times_from_text(solve_times).expect("no trap").map_err(|e| format!("{e:?}"))?;
+        self.key = ApiKey::new(key).ok();
+        let created = self.instance.create_with_times(task_json, key, &config_to_wit(config), now, times);
+        self.instance.drop_times(times).expect("no trap");
+        Ok(created.expect("no trap").map_err(failure))
+    }
+
+    fn observe(&mut self, solve_times: &str, solution: &Solution) -> Result<String, String> {
+        let times = self.instance.times_from_text(solve_times).expect("no trap").map_err(|e| format!("{e:?}"))?;
+        self.instance.times_observe(times, &solution_to_wit(solution)).expect("no trap");
+        let text = self.instance.times_to_text(times).expect("no trap");
+        self.instance.drop_times(times).expect("no trap");
+        Ok(text)
+    }
 
     fn create(
         &mut self,
@@ -183,8 +226,19 @@ fn every_vector_replays_identically_through_the_component() {
     assert!(files.len() >= 80, "found {} vectors", files.len());
     for path in files {
         let vector = Vector::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let native = vectors::replay(&mut Native, &vector);
-        let through_wasm = vectors::replay(&mut wasm, &vector);
+        let native = vectors::replay_full(&mut Native, &vector);
+        let through_wasm = vectors::replay_full(&mut wasm, &vector);
+        assert_eq!(
+            through_wasm.solve_times_after, native.solve_times_after,
+            "{}: the models after differ",
+            vector.name
+        );
+        assert_eq!(
+            through_wasm.solve_times_after, vector.solve_times_after,
+            "{}: differs from the stored model",
+            vector.name
+        );
+        let (native, through_wasm) = (native.transcript, through_wasm.transcript);
         let text = |t: &[serde_json::Value]| serde_json::to_string_pretty(t).unwrap();
         assert_eq!(text(&through_wasm), text(&native), "{}: the .wasm and native transcripts differ", vector.name);
         assert_eq!(

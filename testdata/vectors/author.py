@@ -5,8 +5,9 @@ The transcripts are filled in by the engine: `BLESS=1 cargo test --test vectors`
 diff. Every vector also carries a hand-written `expect` summary that the test checks against
 its transcript, so a re-blessed transcript cannot quietly change what a vector means.
 
-Run from anywhere: `python3 testdata/vectors/author.py`. Existing transcripts are kept when the
-inputs did not change.
+Run from anywhere: `python3 testdata/vectors/author.py`. Existing transcripts (and the
+solve-times models derived from `solve_times_recipe`) are kept when the inputs did not change;
+blessing rewrites all of them from the engine's rules.
 """
 
 import base64
@@ -89,7 +90,8 @@ TOKEN = "03AGdBq24PBCbwiDRaS_MJ7Z" + "x" * 40
 VECTORS = []
 
 
-def vector(name, description, task, script, expect, config=None, restore_before=None, start_ms=0, key=KEY):
+def vector(name, description, task, script, expect, config=None, restore_before=None, start_ms=0, key=KEY,
+           solve_times_recipe=None):
     VECTORS.append({
         "name": name,
         "description": description,
@@ -99,8 +101,19 @@ def vector(name, description, task, script, expect, config=None, restore_before=
         "start_ms": start_ms,
         "script": script,
         **({"restore_before": restore_before} if restore_before else {}),
+        **({"solve_times_recipe": solve_times_recipe} if solve_times_recipe else {}),
         "expect": expect,
     })
+
+
+# Filled by blessing from the engine's rules, kept here while the inputs stay the same.
+DERIVED = ("transcript", "solve_times", "solve_times_after")
+
+
+def recipe(task, ready_ms, rounds):
+    """A solve-times model taught by `rounds` runs of solves of `task` answered `ready_ms` after
+    their submit (vectors/src/lib.rs, `build_solve_times`)."""
+    return {"task": task, "ready_ms": ready_ms, "rounds": rounds}
 
 
 def solved(sends, answer=None):
@@ -304,6 +317,25 @@ vector("config_base_url_and_timeouts", "a custom base URL with a path prefix, re
 vector("epoch_start", "real epoch start time: deadlines and expiry count from it", TURNSTILE,
        [ok("7431"), ok("0.tok")], solved(2, "0.tok"), start_ms=1764428400000)
 
+# Adaptive polling: solves created with a solve-times model ------------------------------------
+
+FAST = recipe(TURNSTILE, [3000, 3500, 4000, 4500], 10)
+vector("solve_times_fast", "a model of 40 Turnstile solves answered in 3-4.5 s: the first poll comes before the table's 13 s",
+       TURNSTILE, [ok("7440"), ok("0.tok")], solved(2, "0.tok"), solve_times_recipe=FAST)
+vector("solve_times_slow", "a model of 40 Turnstile solves answered in 30-39 s: the first poll comes after the table's 13 s",
+       TURNSTILE, [ok("7441"), ok("0.tok")], solved(2, "0.tok"),
+       solve_times_recipe=recipe(TURNSTILE, [30000, 33000, 36000, 39000], 10))
+vector("solve_times_bimodal", "a model of Turnstile solves answered in 4 s or 45 s: after a first poll that finds nothing, "
+       "a second wait over the gap (snapshot version 3, restored before each poll)",
+       TURNSTILE, [ok("7442"), not_ready(), ok("0.tok")], solved(3, "0.tok"), restore_before=[1, 2],
+       solve_times_recipe=recipe(TURNSTILE, [4000, 45000], 20))
+vector("solve_times_other_type", "a model of reCAPTCHA v2 given for a Turnstile task: INVALID_CONFIG naming solve_times",
+       TURNSTILE, [], {"outcome": "rejected", "code": "INVALID_CONFIG", "class": "permanent", "field": "solve_times", "sends": 0},
+       solve_times_recipe=recipe(RECAPTCHA, [20000], 5))
+vector("solve_times_config_wins", "a config initial_wait_ms wins over the model's learned first wait",
+       TURNSTILE, [ok("7443"), ok("0.tok")], solved(2, "0.tok"), config={"initial_wait_ms": 20000},
+       solve_times_recipe=FAST)
+
 
 def main():
     names = set()
@@ -311,12 +343,12 @@ def main():
         assert v["name"] not in names, v["name"]
         names.add(v["name"])
         path = HERE / f"{v['name']}.json"
-        transcript = []
+        derived = {"transcript": []}
         if path.exists():
             old = json.loads(path.read_text())
             if {k: old.get(k) for k in v} == v:
-                transcript = old.get("transcript", [])
-        text = json.dumps({**v, "transcript": transcript}, indent=2, sort_keys=True, ensure_ascii=False)
+                derived = {k: old[k] for k in DERIVED if k in old}
+        text = json.dumps({**v, **derived}, indent=2, sort_keys=True, ensure_ascii=False)
         path.write_text(text + "\n")
     for stale in HERE.glob("*.json"):
         if stale.stem not in names:

@@ -5,10 +5,17 @@
 //! restore, with its virtual time. Every host (native, the `.wasm` in wasmtime, Python,
 //! JavaScript) replays every vector with the same algorithm and must produce exactly the stored
 //! transcript. `testdata/vectors/README.md` documents the format and the algorithm.
+//!
+//! A vector may also create its solve with a solve-times model (adaptive polling): `solve_times`
+//! holds the model's text form and `solve_times_after` the model's text once it observed the
+//! solution. Both are derived from the engine's rule: `solve_times_recipe` says how the model is
+//! built ([`build_solve_times`] runs it), and blessing writes both.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use captchaai_engine::{Body, Config, Failure, Misuse, Output, Solution, Solve, TransportError};
+use captchaai_engine::{
+    ApiKey, Body, Config, Failure, Misuse, Output, Solution, Solve, SolveTimes, Task, TransportError,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -42,6 +49,75 @@ pub struct Vector {
     /// The expected transcript.
     #[serde(default)]
     pub transcript: Vec<Value>,
+    /// How the solve-times model the solve is created with is built (blessing writes
+    /// `solve_times` from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solve_times_recipe: Option<SolveTimesRecipe>,
+    /// A solve-times model's text form: the solve is created with it (`create-with-times`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solve_times: Option<String>,
+    /// The model's text form after the replay: it observed the solution when the solve was
+    /// solved, else it is `solve_times` unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solve_times_after: Option<String>,
+}
+
+/// How a vector's solve-times model is built: empty, then taught by solves of `task`, run
+/// through the engine with that model against an upstream that answers each one `ready_ms`
+/// after its submit (a poll before that finds it not ready), in order, the list `rounds` times.
+/// Every solve is created with the model as it is then, as a host does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolveTimesRecipe {
+    /// A task of the model's captcha type.
+    pub task: Value,
+    /// When each solve's answer is ready, ms after its submit.
+    pub ready_ms: Vec<u64>,
+    /// How many times the `ready_ms` list is run.
+    pub rounds: u32,
+}
+
+/// Runs a recipe with the native engine and returns the model's text form.
+pub fn build_solve_times(recipe: &SolveTimesRecipe) -> Result<String, String> {
+    let task_json = recipe.task.to_string();
+    let task_type = recipe.task.get("type").and_then(Value::as_str).ok_or("the recipe's task has no type")?;
+    let mut model = SolveTimes::new(task_type).map_err(|e| e.to_string())?;
+    let key = "0123456789abcdef0123456789abcdef";
+    let mut now = 0;
+    for ready in (0..recipe.rounds).flat_map(|_| recipe.ready_ms.iter().copied()) {
+        let task = Task::from_json(&task_json).map_err(|e| format!("the recipe's task: {e}"))?;
+        let key = ApiKey::new(key).map_err(|e| e.to_string())?;
+        let mut solve =
+            Solve::with_solve_times(task, key, &Config::default(), &model, now).map_err(|e| e.to_string())?;
+        let mut submitted = now;
+        let mut output = solve.poll_output(now).map_err(|m| format!("{m:?}"))?;
+        let mut steps = 0;
+        let solution = loop {
+            steps += 1;
+            if steps > MAX_EVENTS {
+                return Err("a recipe solve did not end".into());
+            }
+            let request = match output {
+                Output::Send(request) => request,
+                Output::Solved(solution) => break solution,
+                Output::Failed(failure) => return Err(format!("a recipe solve failed: {}", failure.code)),
+            };
+            now = now.max(request.at);
+            let body = match request.kind.as_str() {
+                "submit" => {
+                    submitted = now;
+                    r#"{"status":1,"request":"7000"}"#
+                }
+                "poll" if now >= submitted + ready => r#"{"status":1,"request":"0.tok"}"#,
+                "poll" => r#"{"status":0,"request":"CAPCHA_NOT_READY"}"#,
+                other => return Err(format!("a recipe solve sent a {other} request")),
+            };
+            output = solve.handle_response(now, request.id, 200, body.as_bytes()).map_err(|m| format!("{m:?}"))?;
+        };
+        model.observe(&solution);
+        now += 60_000;
+    }
+    Ok(model.to_string())
 }
 
 fn empty_object() -> Value {
@@ -134,6 +210,28 @@ pub trait Engine {
         id: u32,
         error: TransportError,
     ) -> Result<Output, Misuse>;
+    /// `create` with the solve-times model whose text form is `solve_times` (`from-text`, then
+    /// `create-with-times`); `Err` when the text is refused. By default the native engine
+    /// creates the solve and this engine restores its snapshot.
+    fn create_with_times(
+        &mut self,
+        task_json: &str,
+        key: &str,
+        config: &Config,
+        now: u64,
+        solve_times: &str,
+    ) -> Result<Result<Self::Solve, Failure>, String> {
+        let solve = match Native.create_with_times(task_json, key, config, now, solve_times)? {
+            Ok(solve) => solve,
+            Err(failure) => return Ok(Err(failure)),
+        };
+        self.restore(&solve.snapshot(), key).map(Ok)
+    }
+    /// The text form of the model `solve_times` after it observed `solution` (`from-text`,
+    /// `observe`, `to-text`). By default the native model's.
+    fn observe(&mut self, solve_times: &str, solution: &Solution) -> Result<String, String> {
+        Native.observe(solve_times, solution)
+    }
 }
 
 /// The engine itself.
@@ -177,6 +275,30 @@ impl Engine for Native {
         error: TransportError,
     ) -> Result<Output, Misuse> {
         solve.handle_transport_error(now, id, error)
+    }
+
+    fn create_with_times(
+        &mut self,
+        task_json: &str,
+        key: &str,
+        config: &Config,
+        now: u64,
+        solve_times: &str,
+    ) -> Result<Result<Solve, Failure>, String> {
+        let model: SolveTimes = solve_times.parse().map_err(|e: captchaai_engine::SolveTimesError| e.to_string())?;
+        let created = (|| -> Result<Solve, Failure> {
+            let key = ApiKey::new(key)?;
+            let task = Task::from_json(task_json)?;
+            Ok(Solve::with_solve_times(task, key, config, &model, now)?)
+        })();
+        Ok(created)
+    }
+
+    fn observe(&mut self, solve_times: &str, solution: &Solution) -> Result<String, String> {
+        let mut model: SolveTimes =
+            solve_times.parse().map_err(|e: captchaai_engine::SolveTimesError| e.to_string())?;
+        model.observe(solution);
+        Ok(model.to_string())
     }
 }
 
@@ -238,14 +360,50 @@ fn event(at: u64, kind: &str, body: Value) -> Value {
 ///      the next output. (No entry left: record `error` and stop.)
 ///    - `solved`/`failed`: record it, call `poll_output(now + 1000)` once more, which must
 ///      repeat the same output (else record `error`), and stop.
+///
+/// With `solve_times`, the solve is created with that model (step 1), and [`replay_full`] also
+/// gives the model's text after it observed the solution (a solved solve only).
 pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
+    replay_full(engine, vector).transcript
+}
+
+/// What replaying a vector gives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    /// The transcript.
+    pub transcript: Vec<Value>,
+    /// With `solve_times`: the model's text form after the replay (having observed the solution
+    /// when the solve was solved).
+    pub solve_times_after: Option<String>,
+}
+
+/// [`replay`], also giving the model's text after the replay.
+pub fn replay_full<E: Engine>(engine: &mut E, vector: &Vector) -> Replay {
+    let mut solution = None;
+    let transcript = replay_events(engine, vector, &mut solution);
+    let solve_times_after = vector.solve_times.as_deref().map(|text| match &solution {
+        Some(solution) => engine.observe(text, solution).unwrap_or_else(|e| format!("error: {e}")),
+        None => text.to_owned(),
+    });
+    Replay { transcript, solve_times_after }
+}
+
+fn replay_events<E: Engine>(engine: &mut E, vector: &Vector, solved: &mut Option<Solution>) -> Vec<Value> {
     let mut events = Vec::new();
     let mut now = vector.start_ms;
     let config = match Config::from_json(&vector.config.to_string()) {
         Ok(config) => config,
         Err(e) => return vec![event(now, "error", format!("bad config: {e}").into())],
     };
-    let mut solve = match engine.create(&vector.task.to_string(), &vector.key, &config, now) {
+    let task_json = vector.task.to_string();
+    let created = match &vector.solve_times {
+        Some(text) => match engine.create_with_times(&task_json, &vector.key, &config, now, text) {
+            Ok(created) => created,
+            Err(e) => return vec![event(now, "error", format!("solve_times refused: {e}").into())],
+        },
+        None => engine.create(&task_json, &vector.key, &config, now),
+    };
+    let mut solve = match created {
         Ok(solve) => solve,
         Err(failure) => return vec![event(now, "rejected", failure_json(&failure))],
     };
@@ -263,6 +421,9 @@ pub fn replay<E: Engine>(engine: &mut E, vector: &Vector) -> Vec<Value> {
                 events.push(output_event(now, &terminal));
                 if engine.poll_output(&mut solve, now + 1_000).as_ref() != Ok(&terminal) {
                     events.push(event(now + 1_000, "error", "terminal output was not sticky".into()));
+                }
+                if let Output::Solved(solution) = terminal {
+                    *solved = Some(solution);
                 }
                 return events;
             }

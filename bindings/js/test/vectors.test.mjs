@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { canonicalJson } from './support/canonical.mjs';
-import { replay } from './support/replay.mjs';
+import { replay, replayFull } from './support/replay.mjs';
 import { instantiateComponent } from '../src/engine.cjs';
 import { EngineHost } from '../src/host.cjs';
 import { Solution } from '../src/convert.cjs';
@@ -39,10 +39,12 @@ for (const file of files) {
   test(`vector ${file}`, () => {
     const vector = JSON.parse(readFileSync(new URL(file, VECTORS), 'utf8'));
     const typedChecks = [];
-    const transcript = replay(root, vector, (kind, raw) => typedChecks.push([kind, raw]));
+    const { transcript, solveTimesAfter } = replayFull(root, vector, (kind, raw) => typedChecks.push([kind, raw]));
     const replayed = canonicalJson(transcript);
     const stored = canonicalJson(vector.transcript);
     assert.ok(replayed === stored, `${vector.name}: the transcript differs from the stored one at ${firstDifference(transcript, vector.transcript)}`);
+    // With a solve-times model: the model after observing the solution, byte for byte.
+    assert.equal(solveTimesAfter, vector.solve_times_after ?? null, `${vector.name}: the model after the solve differs`);
 
     // The typed layer over the same terminal values: the error class follows the failure class,
     // and the Solution's fields and client JSON agree with the transcript.

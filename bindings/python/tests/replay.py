@@ -1,15 +1,18 @@
 """The golden-vector replayer (testdata/vectors/README.md), through the Python layer.
 
 A line-by-line port of ``vectors::replay`` in vectors/src/lib.rs: same events, same order, same
-values, so the transcript must equal the stored one exactly.
+values, so the transcript must equal the stored one exactly. A vector with ``solve_times`` creates
+its solve with that model (``solve_times_from_text``, then ``create`` with it), and
+``replay_full`` also gives the model's text after it observed the solution.
 """
 
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
-from captchaai_engine import Config, Engine, EngineMisuse, Failure, Failed, Response, Send, SnapshotError, Solved
+from captchaai_engine import (Config, Engine, EngineMisuse, Failure, Failed, Response, Send, SnapshotError, Solved,
+                              SolveTimesError)
 from captchaai_engine.types import TransportErrorKind
 
 MAX_EVENTS = 1000
@@ -53,6 +56,29 @@ def output_event(at: int, output: Any) -> Dict[str, Any]:
 
 
 def replay(engine: Engine, vector: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return replay_full(engine, vector)[0]
+
+
+def replay_full(engine: Engine, vector: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """The transcript, and with ``solve_times`` the model's text after the replay (having
+    observed the solution when the solve was solved; else unchanged)."""
+    text = vector.get("solve_times")
+    times = None
+    if text is not None:
+        try:
+            times = engine.solve_times_from_text(text)
+        except SolveTimesError as e:
+            return [event(vector.get("start_ms", 0), "error", f"solve_times refused: {e}")], None
+    solved: List[Any] = []
+    transcript = _replay(engine, vector, times, solved)
+    if times is None:
+        return transcript, None
+    if solved:
+        engine.observe(times, solved[0])
+    return transcript, engine.solve_times_text(times)
+
+
+def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any]) -> List[Dict[str, Any]]:
     events: List[Dict[str, Any]] = []
     now = vector.get("start_ms", 0)
     key = vector["key"]
@@ -60,7 +86,7 @@ def replay(engine: Engine, vector: Dict[str, Any]) -> List[Dict[str, Any]]:
         config = Config.from_dict(vector.get("config", {}))
     except (TypeError, ValueError) as e:
         return [event(now, "error", f"bad config: {e}")]
-    created = engine.create(vector["task"], key, config, now)
+    created = engine.create(vector["task"], key, config, now, times)
     if isinstance(created, Failure):
         return [event(now, "rejected", created.to_dict())]
     solve = created
@@ -80,6 +106,8 @@ def replay(engine: Engine, vector: Dict[str, Any]) -> List[Dict[str, Any]]:
                 again = None
             if again != output:
                 events.append(event(now + 1000, "error", "terminal output was not sticky"))
+            if isinstance(output, Solved):
+                solved.append(output.solution)
             return events
         request = output.request
         now = max(now, request.at)

@@ -8,7 +8,7 @@ import pytest
 
 from captchaai_engine import Engine
 
-from replay import replay
+from replay import replay, replay_full
 
 VECTORS = Path(__file__).resolve().parents[3] / "testdata" / "vectors"
 FILES = sorted(VECTORS.glob("*.json"))
@@ -30,9 +30,11 @@ def engine():
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_vector_replays_identically(engine, path):
     vector = json.loads(path.read_text(encoding="utf-8"))
-    transcript = replay(engine, vector)
+    transcript, solve_times_after = replay_full(engine, vector)
     assert vector["transcript"], f"{path.name} has no stored transcript"
     assert canonical(transcript) == canonical(vector["transcript"]), f"{path.stem}: the transcripts differ"
+    # With a solve-times model: the model after observing the solution, byte for byte.
+    assert solve_times_after == vector.get("solve_times_after"), f"{path.stem}: the model after the solve differs"
 
 
 def test_a_changed_script_changes_the_transcript(engine):

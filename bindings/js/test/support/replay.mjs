@@ -91,12 +91,44 @@ export function outputEvent(at, output) {
  * transcript. `observe(kind, raw)` sees every terminal WIT value (for checks of the typed layer).
  */
 export function replay(root, vector, observe = () => {}) {
+  return replayFull(root, vector, observe).transcript;
+}
+
+/**
+ * `replay`, also giving `solveTimesAfter`: with `vector.solve_times` (the solve is then created
+ * with that model: `SolveTimes.fromText`, `Solve.createWithTimes`), the model's text after the
+ * replay, having observed the solution when the solve was solved (else unchanged); else null.
+ */
+export function replayFull(root, vector, observe = () => {}) {
+  if (vector.solve_times === undefined) return { transcript: replayWith(root, vector, null, observe), solveTimesAfter: null };
+  const read = engineResult(() => root.engine.SolveTimes.fromText(vector.solve_times));
+  if (read.err) {
+    const at = BigInt(vector.start_ms ?? 0);
+    return { transcript: [{ at, error: `solve_times refused: ${JSON.stringify(read.err)}` }], solveTimesAfter: null };
+  }
+  const times = read.ok;
+  try {
+    let solution = null;
+    const transcript = replayWith(root, vector, times, (kind, raw) => {
+      if (kind === 'solution') solution = raw;
+      observe(kind, raw);
+    });
+    if (solution !== null) times.observe(solution);
+    return { transcript, solveTimesAfter: times.toText() };
+  } finally {
+    times[Symbol.dispose]();
+  }
+}
+
+function replayWith(root, vector, times, observe) {
   const { Solve } = root.engine;
   const events = [];
   let now = BigInt(vector.start_ms ?? 0);
   const event = (at, kind, body) => ({ at, [kind]: body });
+  const task = canonicalJson(vector.task);
+  const config = witConfigFromJson(vector.config ?? {});
   const created = engineResult(() =>
-    Solve.create(canonicalJson(vector.task), vector.key, witConfigFromJson(vector.config ?? {}), now),
+    times === null ? Solve.create(task, vector.key, config, now) : Solve.createWithTimes(task, vector.key, config, now, times),
   );
   if (created.err) {
     observe('failure', created.err);
