@@ -7,11 +7,11 @@
 //!
 //! Keys (docs/state.md):
 //! - `solve-times/{type}`: JSON `{model, revs}`: the model's text form and the random revisions
-//!   of its last writes (each observation's own: see [`Stored`]). Created
-//!   once, by the winner of the `solve-times/{type}/init` ticket (an `increment`), so no
-//!   compare-and-swap meets an absent key; from then on changed only by compare-and-swap: read,
-//!   `from-text`, `observe`, `to-text`, swap; a lost race reads again (at most [`MAX_TRIES`]
-//!   times, then the observation is dropped and counted). No update is lost.
+//!   of its last writes (each observation's own: see [`Stored`]). Created once, by the winner of
+//!   the `solve-times/{type}/init` ticket (an `increment`), so no compare-and-swap meets an
+//!   absent key; from then on changed only by compare-and-swap: read, `from-text`, `observe`,
+//!   `to-text`, swap; a lost race reads again (at most [`MAX_TRIES`] times, then the observation
+//!   is dropped and counted). No update is lost, and none is counted twice.
 //! - `solve-times/types/count` (counter) and `solve-times/types/{n}` (a type's name): the types
 //!   with a model, for `/metrics`, registered once per type by the same ticket's winner.
 //!
