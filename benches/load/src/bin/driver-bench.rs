@@ -205,6 +205,48 @@ fn canned(host: &EngineHost, rounds: usize, snapshots: usize) -> Result<()> {
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!("full solve through the component, canned replies: {per:.2} µs ({} calls)", calls / rounds);
+    // The same solve created with a solve-times model warmed on 40 of them (adaptive polling),
+    // then its `observe` alone.
+    let times = instance.times_create("recaptcha_v2")?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut solve_with_model = |instance: &mut captchaai::EngineInstance| -> Result<captchaai::Solution> {
+        let solve =
+            instance.create_with_times(&task, KEY, &config, 0, times)?.map_err(|f| anyhow::anyhow!(f.message))?;
+        let mut replies = replies.iter();
+        let mut output = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))?;
+        let solution = loop {
+            match output {
+                Output::Send(request) => {
+                    let reply = replies.next().context("script")?;
+                    output = instance
+                        .handle_response(solve, request.at, request.id, reply)?
+                        .map_err(|m| anyhow::anyhow!("{m:?}"))?;
+                }
+                Output::Solved(solution) => break solution,
+                Output::Failed(f) => bail!("{}", f.message),
+            }
+        };
+        instance.drop_solve(solve)?;
+        Ok(solution)
+    };
+    for _ in 0..40 {
+        let solution = solve_with_model(&mut instance)?;
+        instance.times_observe(times, &solution)?;
+    }
+    let first_wait = instance.times_first_wait_ms(times)?.context("a warmed model gives a first wait")?;
+    let started = Instant::now();
+    let mut solution = None;
+    for _ in 0..rounds {
+        solution = Some(solve_with_model(&mut instance)?);
+    }
+    let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!("the same solve created with a warmed solve-times model (first wait {first_wait} ms): {per:.2} µs");
+    let solution = solution.context("a solution")?;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        instance.times_observe(times, &solution)?;
+    }
+    let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!("solve-times observe through the component: {per:.2} µs");
     // A checkpoint of that solve after its submit was answered (what the driver keeps).
     let solve = instance.create(&task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
     let Output::Send(submit) = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))? else {
