@@ -67,9 +67,7 @@ fn learned(output: &Output) -> (Option<u64>, u32) {
     let line = err.lines().find_map(|l| l.strip_prefix("learned first wait: ")).unwrap_or_else(|| panic!("{err}"));
     let entry = line.split(", ").find_map(|e| e.strip_prefix("turnstile ")).unwrap_or_else(|| panic!("{line}"));
     if let Some(rest) = entry.strip_prefix("table (") {
-        let (n, min) = rest.trim_end_matches(" observations)").split_once('/').unwrap();
-        assert_eq!(min, "20", "{line}");
-        return (None, n.parse().unwrap());
+        return (None, rest.trim_end_matches(" observations)").parse().unwrap_or_else(|_| panic!("{line}")));
     }
     let (seconds, rest) = entry.split_once(" s after ").unwrap_or_else(|| panic!("{line}"));
     let seconds: f64 = seconds.parse().unwrap();

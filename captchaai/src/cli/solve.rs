@@ -186,10 +186,6 @@ pub async fn solve(args: SolveArgs) -> Result<()> {
     run_batch(runner, &key, &config, tasks, args.reserve, args.solve_times.as_deref()).await
 }
 
-/// The engine's documented minimum of observations before a model changes a type's waits (for
-/// the summary only).
-const MIN_OBSERVATIONS: u32 = 20;
-
 /// Loads the solve-times models saved in `path` (nothing when it does not exist or is empty).
 fn load_solve_times(runner: &Runner, path: &Path) -> Result<()> {
     let text = match std::fs::read_to_string(path) {
@@ -231,7 +227,8 @@ fn describe_times_error(e: &captchaai::SolveTimesError) -> String {
     }
 }
 
-/// `learned first wait: turnstile 6.0 s after 25 solves, recaptcha_v2 table (3/20 observations)`.
+/// `learned first wait: turnstile 6.0 s after 25 solves, recaptcha_v2 table (3 observations)`
+/// (the engine decides when a model has seen enough).
 fn first_waits_line(runner: &Runner) -> Result<Option<String>> {
     let waits = runner.first_waits()?;
     if waits.is_empty() {
@@ -241,7 +238,7 @@ fn first_waits_line(runner: &Runner) -> Result<Option<String>> {
         .iter()
         .map(|(kind, wait)| match wait.first_wait_ms {
             Some(ms) => format!("{kind} {:.1} s after {} solves", ms as f64 / 1000.0, wait.observations),
-            None => format!("{kind} table ({}/{MIN_OBSERVATIONS} observations)", wait.observations),
+            None => format!("{kind} table ({} observations)", wait.observations),
         })
         .collect();
     Ok(Some(format!("learned first wait: {}", parts.join(", "))))
