@@ -208,7 +208,7 @@ fn canned(host: &EngineHost, rounds: usize, snapshots: usize) -> Result<()> {
     // The same solve created with a solve-times model warmed on 40 of them (adaptive polling),
     // then its `observe` alone.
     let times = instance.times_create("recaptcha_v2")?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut solve_with_model = |instance: &mut captchaai::EngineInstance| -> Result<captchaai::Solution> {
+    let solve_with_model = |instance: &mut captchaai::EngineInstance| -> Result<captchaai::Solution> {
         let solve =
             instance.create_with_times(&task, KEY, &config, 0, times)?.map_err(|f| anyhow::anyhow!(f.message))?;
         let mut replies = replies.iter();
