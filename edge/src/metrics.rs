@@ -62,18 +62,6 @@ pub fn submit_in_doubt(kv: &Kv) {
     bump(kv, "metrics/submits_in_doubt", 1);
 }
 
-/// An observation of a solved solve was not saved into its type's solve-times model
-/// (`crate::times`): every try lost its race (`contention`), or the store failed (`store`).
-pub fn solve_times_dropped(kv: &Kv, reason: &str) {
-    bump(kv, &format!("metrics/solve_times/dropped/{reason}"), 1);
-}
-
-/// A swap of a solve-times model found it changed since it was read (another observation
-/// came first): the observation is tried again (`crate::times`).
-pub fn solve_times_conflict(kv: &Kv) {
-    bump(kv, "metrics/solve_times/conflicts", 1);
-}
-
 /// An upstream request of `kind` came back with a reply (`ok`) or a transport error.
 pub fn upstream(kv: &Kv, kind: RequestKind, ok: bool) {
     let result = if ok { "reply" } else { "transport_error" };

@@ -25,7 +25,6 @@ use crate::clock::sleep_ms;
 use crate::engine::{Solution, SolveTimes};
 use crate::ids::random_u64;
 use crate::kv::{Kv, Swapped};
-use crate::metrics;
 
 /// Reads and swaps an observation tries before it is dropped (and counted).
 pub const MAX_TRIES: u32 = 8;
@@ -133,17 +132,18 @@ enum Observed {
 }
 
 /// Observes `solution`, a solve of `task_type` solved just now, into the type's shared model.
-/// Never fails: a dropped observation is logged and counted (`metrics::solve_times_dropped`).
+/// Never fails: a dropped observation is logged and counted
+/// (`metrics/solve_times/dropped/{reason}`, which `/metrics` shows).
 pub async fn observe(kv: &Kv, task_type: &str, solution: &Solution) {
     match try_observe(kv, task_type, solution).await {
         Ok(Observed::Saved | Observed::Unused) => {}
         Ok(Observed::GaveUp) => {
             eprintln!("edge: solve times of {task_type}: {MAX_TRIES} tries lost their race; one observation dropped");
-            metrics::solve_times_dropped(kv, "contention");
+            count(kv, "metrics/solve_times/dropped/contention");
         }
         Err(e) => {
             eprintln!("edge: solve times of {task_type}: {e:#}; one observation dropped");
-            metrics::solve_times_dropped(kv, "store");
+            count(kv, "metrics/solve_times/dropped/store");
         }
     }
 }
@@ -186,7 +186,7 @@ async fn try_observe(kv: &Kv, task_type: &str, solution: &Solution) -> anyhow::R
         if let Swapped::Yes = cas.swap(&stored(&model, revs, &rev)?)? {
             return Ok(Observed::Saved);
         }
-        metrics::solve_times_conflict(kv);
+        count(kv, "metrics/solve_times/conflicts");
     }
     // The last try's swap may have happened and been overwritten before its check.
     let last = kv.get(&key)?.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok());
@@ -241,4 +241,12 @@ pub fn summaries(kv: &Kv) -> anyhow::Result<Vec<Summary>> {
         });
     }
     Ok(summaries)
+}
+
+/// Counts a dropped observation or a lost swap under its `/metrics` key (kept here, not in
+/// `crate::metrics`, which reads these models: no import circle).
+fn count(kv: &Kv, key: &str) {
+    if let Err(e) = kv.increment(key, 1) {
+        eprintln!("edge: metrics: {e:#}");
+    }
 }
