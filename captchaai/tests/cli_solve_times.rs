@@ -1,13 +1,15 @@
 //! `captchaai solve --batch` with adaptive polling, against the emulator: the batch keeps one
 //! solve-times model per captcha type, prints what each learned, and `--solve-times FILE` saves
-//! the models and starts a later batch from them. Time runs 50x faster on both sides.
+//! the models and starts a later batch from them. Time runs 10x faster on both sides: not 50x,
+//! since an answer found at the first poll counts as late (and stops the learning) past the
+//! table's first wait plus 2.5 s, which at 50x is only 50 ms of real latency on a loaded machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use captchaai_emulator::{CaptchaKind, Emulator, EmulatorConfig};
 
-const SCALE: f64 = 50.0;
+const SCALE: f64 = 10.0;
 const KEY: &str = "c1150000000000000000000000000001";
 const TURNSTILE: &str =
     r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB-cli-adaptive","pageurl":"https://portal.example.com/login"}"#;
