@@ -90,15 +90,16 @@ pub fn for_task(kv: &Kv, task: &str) -> Option<SolveTimes> {
 
 /// The stored model of `task_type`; `Err` for a store error or a value the engine refuses.
 fn load(kv: &Kv, task_type: &str) -> anyhow::Result<Option<SolveTimes>> {
-    kv.get(&model_key(task_type))?.map(|bytes| parse(&bytes, task_type)).transpose()
+    kv.get(&model_key(task_type))?.map(|bytes| parse_stored(&bytes, task_type).map(|(model, _)| model)).transpose()
 }
 
-/// A stored value's model, if the engine takes it as a model of `task_type`.
-fn parse(bytes: &[u8], task_type: &str) -> anyhow::Result<SolveTimes> {
-    parse_stored(bytes, task_type).map(|(model, _)| model)
+/// An empty model of `task_type`.
+fn fresh(task_type: &str) -> anyhow::Result<SolveTimes> {
+    SolveTimes::create(task_type).map_err(|e| anyhow::anyhow!("the engine refused a model of {task_type}: {e:?}"))
 }
 
-/// A stored value's model and the revisions it remembers.
+/// A stored value's model, if the engine takes it as a model of `task_type`, and the revisions
+/// it remembers.
 fn parse_stored(bytes: &[u8], task_type: &str) -> anyhow::Result<(SolveTimes, Vec<String>)> {
     let stored: Stored =
         serde_json::from_slice(bytes).map_err(|e| anyhow::anyhow!("the stored value is not a model record: {e}"))?;
@@ -163,9 +164,7 @@ async fn try_observe(kv: &Kv, task_type: &str, solution: &Solution) -> anyhow::R
             // Created once, by the winner of the init ticket; the others read again.
             if kv.increment(&format!("{key}/init"), 1)? == 1 {
                 register(kv, task_type)?;
-                let fresh = SolveTimes::create(task_type)
-                    .map_err(|e| anyhow::anyhow!("the engine refused a model of {task_type}: {e:?}"))?;
-                kv.set(&key, &stored(&fresh, Vec::new(), &new_rev()?)?)?;
+                kv.set(&key, &stored(&fresh(task_type)?, Vec::new(), &new_rev()?)?)?;
             }
             continue;
         };
@@ -175,9 +174,7 @@ async fn try_observe(kv: &Kv, task_type: &str, solution: &Solution) -> anyhow::R
             Ok(read) => read,
             Err(e) => {
                 eprintln!("edge: solve times of {task_type}: {e:#}; replaced by a fresh model");
-                let fresh = SolveTimes::create(task_type)
-                    .map_err(|e| anyhow::anyhow!("the engine refused a model of {task_type}: {e:?}"))?;
-                (fresh, Vec::new())
+                (fresh(task_type)?, Vec::new())
             }
         };
         if !model.observe(solution) {
