@@ -41,6 +41,13 @@ struct Args {
     /// With `--canned`: how many snapshots to time after the solves (default: as many).
     #[arg(long)]
     canned_snapshots: Option<usize>,
+    /// With `--canned`: how many solves created with a warmed solve-times model to time, and
+    /// how many `observe` calls (default: as many each; 0 leaves a part out of an instruction
+    /// count).
+    #[arg(long)]
+    canned_with_model: Option<usize>,
+    #[arg(long)]
+    canned_observes: Option<usize>,
     /// Another engine component to measure (default: the one built into the `captchaai` crate).
     #[arg(long, env = "CAPTCHAAI_ENGINE_WASM")]
     wasm: Option<PathBuf>,
@@ -60,7 +67,13 @@ const KEY: &str = "0123456789abcdef0123456789abcdef";
 fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(rounds) = args.canned {
-        return canned(&args.engine(None)?, rounds, args.canned_snapshots.unwrap_or(rounds));
+        let parts = Canned {
+            rounds,
+            with_model: args.canned_with_model.unwrap_or(rounds),
+            observes: args.canned_observes.unwrap_or(rounds),
+            snapshots: args.canned_snapshots.unwrap_or(rounds),
+        };
+        return canned(&args.engine(None)?, parts);
     }
     let cache = std::env::temp_dir().join(format!("captchaai-bench-cache-{}", std::process::id()));
 
@@ -83,7 +96,7 @@ fn main() -> Result<()> {
     }
     println!("instantiation (store + instance): {:.1} µs", started.elapsed().as_secs_f64() * 1e6 / rounds as f64);
 
-    canned(&cached, 20_000, 20_000)?;
+    canned(&cached, Canned { rounds: 20_000, with_model: 20_000, observes: 20_000, snapshots: 20_000 })?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(load(cached, &args))
@@ -162,10 +175,18 @@ async fn load(host: EngineHost, args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// How many times `--canned` times each part.
+struct Canned {
+    rounds: usize,
+    with_model: usize,
+    observes: usize,
+    snapshots: usize,
+}
+
 /// A full solve through the component with canned replies and no IO (the native criterion
 /// bench's scenario, from the `type_recaptcha_v2` golden vector): submit, three not-ready
 /// polls, the answer.
-fn canned(host: &EngineHost, rounds: usize, snapshots: usize) -> Result<()> {
+fn canned(host: &EngineHost, Canned { rounds, with_model, observes, snapshots }: Canned) -> Result<()> {
     use captchaai::{HttpResponse, Output};
     let mut instance = host.instantiate(64 << 20)?;
     // The upstream's side comes from the golden vector of the same scenario.
@@ -228,24 +249,25 @@ fn canned(host: &EngineHost, rounds: usize, snapshots: usize) -> Result<()> {
         instance.drop_solve(solve)?;
         Ok(solution)
     };
+    let mut solution = None;
     for _ in 0..40 {
-        let solution = solve_with_model(&mut instance)?;
-        instance.times_observe(times, &solution)?;
+        let solved = solve_with_model(&mut instance)?;
+        instance.times_observe(times, &solved)?;
+        solution = Some(solved);
     }
     let first_wait = instance.times_first_wait_ms(times)?.context("a warmed model gives a first wait")?;
     let started = Instant::now();
-    let mut solution = None;
-    for _ in 0..rounds {
+    for _ in 0..with_model {
         solution = Some(solve_with_model(&mut instance)?);
     }
-    let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    let per = started.elapsed().as_secs_f64() * 1e6 / with_model.max(1) as f64;
     println!("the same solve created with a warmed solve-times model (first wait {first_wait} ms): {per:.2} µs");
     let solution = solution.context("a solution")?;
     let started = Instant::now();
-    for _ in 0..rounds {
+    for _ in 0..observes {
         instance.times_observe(times, &solution)?;
     }
-    let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    let per = started.elapsed().as_secs_f64() * 1e6 / observes.max(1) as f64;
     println!("solve-times observe through the component: {per:.2} µs");
     // A checkpoint of that solve after its submit was answered (what the driver keeps).
     let solve = instance.create(&task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
