@@ -76,14 +76,14 @@ fn body_type(task: &str) -> Option<String> {
 /// fresh one where none is stored or the stored one cannot be read. `None` when the task has no
 /// type the engine knows (the engine's own `create` refuses it then).
 pub fn for_task(kv: &Kv, task: &str) -> Option<SolveTimes> {
-    let fresh = SolveTimes::create(&body_type(task)?).ok()?;
-    let task_type = fresh.task_type();
+    let empty = fresh(&body_type(task)?).ok()?;
+    let task_type = empty.task_type();
     match load(kv, &task_type) {
         Ok(Some(model)) => Some(model),
-        Ok(None) => Some(fresh),
+        Ok(None) => Some(empty),
         Err(e) => {
             eprintln!("edge: solve times of {task_type}: {e:#}; this solve starts with a fresh model");
-            Some(fresh)
+            Some(empty)
         }
     }
 }
