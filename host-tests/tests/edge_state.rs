@@ -513,9 +513,10 @@ async fn edge_on_redis(spin: bool, emulator: &Emulator, redis: &RedisServer) -> 
 }
 
 /// What the edge answers while its store is away, to requests that need it (`/v1/threads`
-/// does not: it asks CaptchaAI): each answer's status (0: no answer within `limit`), whether it
-/// is a JSON error with `Retry-After`, and how long it took. The POST carries `Idempotency-Key:
-/// key`, so its claim may be taken (the store answers late) with no solve behind it.
+/// does not: it asks CaptchaAI), all sent at once: each answer's status (0: no answer within
+/// `limit`), whether it is a JSON error with `Retry-After`, and how long it took. The POST
+/// carries `Idempotency-Key: key`, so its claim may be taken (the store answers late) with no
+/// solve behind it.
 async fn while_away(
     clients: &Clients,
     base: &str,
@@ -523,14 +524,13 @@ async fn while_away(
     key: &str,
     limit: Duration,
 ) -> Vec<(String, u16, bool, u128)> {
-    let mut answers = Vec::new();
     let requests = [
         ("GET", format!("/v1/solve/{}?wait=2", ids[0]), None),
         ("POST", "/v1/solve?wait=2".to_owned(), Some(turnstile())),
         ("DELETE", format!("/v1/solve/{}", "0".repeat(32)), None),
         ("GET", "/metrics".to_owned(), None),
     ];
-    for (method, path, body) in requests {
+    let answers = requests.into_iter().map(|(method, path, body)| async move {
         let started = Instant::now();
         let headers: &[(&str, &str)] = if method == "POST" { &[("idempotency-key", key)] } else { &[] };
         let answer = tokio::time::timeout(limit, clients.raw(base, method, &path, headers, body)).await;
@@ -543,9 +543,9 @@ async fn while_away(
             }
             Err(_) => (0, false),
         };
-        answers.push((format!("{method} {path}"), status, typed, started.elapsed().as_millis()));
-    }
-    answers
+        (format!("{method} {path}"), status, typed, started.elapsed().as_millis())
+    });
+    futures_util::future::join_all(answers).await
 }
 
 /// The store restarted (`SHUTDOWN SAVE`, started again 3 s later) and, separately, paused
