@@ -126,12 +126,10 @@ impl EngineHost {
             None => (Component::new(&engine, bytes)?, true),
         };
         if let (Some(path), true) = (cached, compiled) {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, component.serialize()?)?;
-            std::fs::rename(&tmp, &path)?;
+            // Best effort: the component is compiled either way. Processes sharing a cold cache
+            // each write their own temporary file (a shared name raced: one renamed it away
+            // under the other, which then failed) and the last rename wins, whole.
+            let _ = store_compiled(&path, &component);
         }
         let linker = Linker::new(&engine);
         let pre = EngineComponentPre::new(linker.instantiate_pre(&component)?)?;
@@ -147,6 +145,16 @@ impl EngineHost {
         let api = self.pre.instantiate(&mut store)?;
         Ok(EngineInstance { store, api })
     }
+}
+
+/// Writes `component`, compiled, to `path` atomically (a temporary file beside it, renamed).
+fn store_compiled(path: &Path, component: &Component) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut file, &component.serialize()?)?;
+    file.persist(path)?;
+    Ok(())
 }
 
 fn cache_path(dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> PathBuf {
