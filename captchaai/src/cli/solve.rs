@@ -207,12 +207,13 @@ fn load_solve_times(runner: &Runner, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Saves every model to `path` (written beside it, then renamed over it).
+/// Saves every model to `path` (written beside it under this process's id, so that runs saving
+/// the same file at once do not rename each other's away, then renamed over it: the last wins).
 fn save_solve_times(runner: &Runner, path: &Path) -> Result<()> {
     let mut text = serde_json::to_string_pretty(&runner.solve_times())?;
     text.push('\n');
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
+    tmp.push(format!(".tmp{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("saving --solve-times {}", path.display()))
