@@ -132,7 +132,23 @@ contract() {
   fi
 }
 
-# 4. Real Spin, where present.
+# Whether the schemathesis log $1 shows no failed check and no error other than answers cut
+# short: Spin 4.1.0-pre0 sometimes closes the connection after an answer's data without the
+# chunked body's last chunk, about 1 answer in 900 of those sent before the request's body has
+# arrived (host-tests/tests/edge.rs; docs/operating.md), and schemathesis reports each as a
+# Network Error.
+only_cut_answers() {
+  local log=$1 kinds errors cuts
+  if grep -q '^Failures:\|= FAILURES =' "$log"; then return 1; fi
+  kinds=$(sed -n '/^Errors:/,/^$/p' "$log" | grep -v '^Errors:\|^$' || true)
+  if [[ -z $kinds ]] || grep -qv 'Network Error: [0-9]*$' <<<"$kinds"; then return 1; fi
+  errors=$(grep -o 'Network Error: [0-9]*' <<<"$kinds" | awk -F': ' '{n += $2} END {print n + 0}')
+  cuts=$(grep -c 'The server declared chunked encoding but sent an invalid chunk' "$log" || true)
+  ((errors > 0 && errors == cuts))
+}
+
+# 4. Real Spin, where present. A run whose only problems are answers Spin cut short is run
+# again, at most twice; anything else fails at once.
 if [[ -n $SPIN ]]; then
   SPIN_PORT=$(free_port)
   SPIN_VARIABLE_CAPTCHAAI_KEY=$KEY SPIN_VARIABLE_CLIENT_TOKENS=$TOKEN SPIN_VARIABLE_API_BASE=$EMULATOR \
@@ -141,7 +157,15 @@ if [[ -n $SPIN ]]; then
   PIDS+=($!)
   wait_http "http://127.0.0.1:$SPIN_PORT/healthz" 120 || { say "spin up did not serve"; cat "$WORK/spin.log"; exit 1; }
   say "spin up serving on 127.0.0.1:$SPIN_PORT"
-  contract "http://127.0.0.1:$SPIN_PORT" spin
+  for attempt in 1 2 3; do
+    if contract "http://127.0.0.1:$SPIN_PORT" spin; then
+      break
+    fi
+    if ((attempt == 3)) || ! only_cut_answers "$WORK/schemathesis-spin.log"; then
+      exit 1
+    fi
+    say "spin: KNOWN SPIN DEFECT: every problem was an answer Spin cut short (docs/operating.md); running the contract under Spin again ($((attempt + 1)) of 3)"
+  done
 fi
 
 # 5. The project's serve host, where asked.
