@@ -134,8 +134,8 @@ contract() {
 
 # Whether the schemathesis log $1 shows no failed check and no error other than answers cut
 # short: Spin 4.1.0-pre0 sometimes closes the connection after an answer's data without the
-# chunked body's last chunk, about 1 answer in 900 of those sent before the request's body has
-# arrived (host-tests/tests/edge.rs; docs/operating.md), and schemathesis reports each as a
+# chunked body's last chunk, 1 answer in 100 to 7,000 of those sent before the request's body
+# has arrived (host-tests/tests/edge.rs; docs/operating.md), and schemathesis reports each as a
 # Network Error.
 only_cut_answers() {
   local log=$1 kinds errors cuts

@@ -516,7 +516,7 @@ async fn rejected_at_the_edge(runtime: Runtime) {
 /// requests writes its head, then its task body in a second write, as many HTTP clients do, and
 /// is answered at once without the body being read: a `PUT` (405), a `POST` with a wrong token
 /// (401), a `GET` of an unknown solve (404). Real Spin 4.1.0-pre0 ends 1 such answer in 100 to
-/// 900 after its data, without the chunked body's last chunk (docs/operating.md), so this runs
+/// 7,000 after its data, without the chunked body's last chunk (docs/operating.md), so this runs
 /// on the bundled host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_sent_before_the_body_arrives_are_whole() {
