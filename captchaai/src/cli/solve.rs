@@ -207,16 +207,16 @@ fn load_solve_times(runner: &Runner, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Saves every model to `path` (written beside it under this process's id, so that runs saving
-/// the same file at once do not rename each other's away, then renamed over it: the last wins).
+/// Saves every model to `path` atomically, as the compiled-component cache is written: a
+/// temporary file of this run's own beside it, renamed over it (runs saving at once: the last wins).
 fn save_solve_times(runner: &Runner, path: &Path) -> Result<()> {
     let mut text = serde_json::to_string_pretty(&runner.solve_times())?;
     text.push('\n');
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("saving --solve-times {}", path.display()))
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).with_context(|| format!("writing in {}", dir.display()))?;
+    file.persist(path).with_context(|| format!("saving --solve-times {}", path.display()))?;
+    Ok(())
 }
 
 fn describe_times_error(e: &captchaai::SolveTimesError) -> String {
