@@ -604,9 +604,11 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 /// observations:
 ///
 /// - `n < min_observations`: the row's first wait, unchanged, and no second wait.
-/// - **Late mix**: when the `quantile` of `L` is above the row's first wait, that quantile (its
-///   bucket's lower edge) is the first wait: the polls before it would nearly always find
-///   nothing.
+/// - **Late mix**: when the `quantile` of `L` (its bucket's lower edge) is above the row's first
+///   wait, the first wait is the last of the row's own poll times (its first wait plus whole
+///   intervals) at or below that quantile: the row's polls before it would nearly always find
+///   nothing, and an answer ready after the row's poll before it is seen exactly when the row
+///   would have seen it (so on such a mix the delay is the row's, with fewer polls).
 /// - **Early mix**: otherwise, after `calm` observations in a row that were not late, and while
 ///   at least `early_permille` of the remembered solves were answered at the first poll, a
 ///   learned early wait, `fast` (else the row's first wait). `fast` starts at the row's first
@@ -656,7 +658,7 @@ pub(crate) struct AdaptiveRule {
 /// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
-    quantile_permille: 30,
+    quantile_permille: 60,
     gap_permille: 5,
     gap_near_permille: 100,
     early_permille: 250,

@@ -46,8 +46,8 @@ pub enum SolveTimesError {
 /// What one captcha type's finished solves took, decayed so that it follows drift (it weighs
 /// about the last 50 observations), and the waits it gives a new solve of that type. Under 20
 /// observations it gives none: the type's table applies unchanged. Then: a later first wait
-/// when nearly all answers come after the table's (at the 3% quantile of the learned solve
-/// times); an earlier one, learned by lowering it while answers keep coming at the first poll,
+/// when nearly all answers come after the table's (one of the table's own poll times, at or
+/// below the 6% quantile of the learned solve times); an earlier one, learned by lowering it while answers keep coming at the first poll,
 /// when nearly all come before it; a longer second wait over a gap between two groups of solve
 /// times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
 /// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
@@ -165,13 +165,15 @@ impl SolveTimes {
             return None;
         }
         let late = self.quantile_ms(ADAPTIVE.quantile_permille).unwrap_or(0);
-        let table = self.spec.initial_wait_ms;
+        let (table, interval) = (self.spec.initial_wait_ms, self.spec.poll_interval_ms);
         let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
         let (all, missed) = (sum(&self.weights), sum(&self.missed));
         // Enough answers found at the first poll for an early one to pay.
         let early = (all - missed) * 1000 >= all * ADAPTIVE.early_permille;
         let wait = match late {
-            late if late > table => late,
+            // Down to one of the table's own poll times: an answer ready after the table's poll
+            // before it is seen when the table would have seen it.
+            late if late > table => late - (late - table) % interval,
             _ if self.calm >= ADAPTIVE.calm && early => self.fast_ms,
             _ => table,
         };

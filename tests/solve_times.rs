@@ -112,6 +112,28 @@ fn slow_solves_push_the_first_poll_back() {
 }
 
 #[test]
+fn a_later_first_poll_is_one_the_table_makes_and_sees_answers_when_the_table_would() {
+    let turnstile = task_types().find(|t| t.name() == "turnstile").unwrap();
+    let (table, interval) = (turnstile.first_wait_ms(), turnstile.poll_interval_ms());
+    let mut model = SolveTimes::new("turnstile").unwrap();
+    // Solves ready 61-79 s after the submit, in a cycle of 1.3 s steps.
+    for n in 0..200u64 {
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), 61_000 + n * 1_300 % 18_000);
+        assert!(model.observe(&solved.unwrap()));
+    }
+    let wait = model.first_wait_ms().unwrap();
+    assert!(wait > table + 30_000, "first wait {wait} ms");
+    assert_eq!((wait - table) % interval, 0, "first wait {wait} ms is not a table poll time");
+    for ready in (wait - interval + 1..100_000).step_by(1_700) {
+        let (_, learned) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
+        let (_, fixed) = drive(TURNSTILE, &Config::default(), None, ready);
+        let (learned, fixed) = (learned.unwrap(), fixed.unwrap());
+        assert_eq!(learned.solved_at, fixed.solved_at, "ready after {ready} ms");
+        assert!(learned.polls < fixed.polls);
+    }
+}
+
+#[test]
 fn the_config_first_wait_wins_and_another_type_is_refused() {
     let model = learned(70_000, 60);
     let config = Config { initial_wait_ms: Some(13_000), ..Config::default() };
