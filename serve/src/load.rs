@@ -110,12 +110,13 @@ fn cache_path(dir: &Path, engine: &wasmtime::Engine, bytes: &[u8]) -> PathBuf {
     dir.join(format!("spin-component-{:016x}.cwasm", hasher.finish()))
 }
 
+/// Writes the compiled component through a temporary file of its own in the same directory,
+/// renamed into place: a reader never sees half a file, and concurrent writers do not race.
 fn write_cache(path: &Path, component: &Component) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, component.serialize()?)?;
-    std::fs::rename(&tmp, path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut file, &component.serialize()?)?;
+    file.persist(path)?;
     Ok(())
 }
