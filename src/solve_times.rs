@@ -47,9 +47,9 @@ pub enum SolveTimesError {
 /// about the last 50 observations), and the waits it gives a new solve of that type. Under 20
 /// observations it gives none: the type's table applies unchanged. Then: a later first wait
 /// when nearly all answers come after the table's (one of the table's own poll times, at or
-/// below the 6% quantile of the learned solve times); an earlier one, learned by lowering it while answers keep coming at the first poll,
-/// when nearly all come before it; a longer second wait over a gap between two groups of solve
-/// times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
+/// below the 6% quantile of the learned solve times); an earlier one, learned by lowering it
+/// while answers keep coming at the first poll, when nearly all come before it; a longer second
+/// wait over a gap between two groups of solve times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
 /// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
 /// `registry.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]

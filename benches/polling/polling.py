@@ -357,8 +357,14 @@ def main() -> int:
     cost = subprocess.run([str(args.engine), "cost"], capture_output=True, text=True, check=True)
     cost = json.loads(cost.stdout)
 
+    def seconds(rows: list) -> list[tuple[int, float]]:
+        return [(r[0], r[1] / 1000) for r in rows]
+
+    def after_shift(name: str) -> list[tuple[int, float]]:
+        return seconds(out[name][args.shift[0] :])
+
     def stats(rows: list) -> dict:
-        return summarise([(r[0], r[1] / 1000) for r in rows])
+        return summarise(seconds(rows))
 
     failures: list[str] = []
     checks = 0
@@ -418,9 +424,7 @@ def main() -> int:
             if key not in out:
                 cells.append("")
                 continue
-            after = [(r[0], r[1] / 1000) for r in out[key][args.shift[0] :]]
-            references = [[(r[0], r[1] / 1000) for r in out[f"{b}>{b}/{a}/{t}/{k}"][args.shift[0] :]] for k in range(REFERENCES)]  # fmt: skip
-            n = settle(after, references)
+            n = settle(after_shift(key), [after_shift(f"{b}>{b}/{a}/{t}/{k}") for k in range(REFERENCES)])
             total_n += 1
             ok = n is not None and n <= SETTLE_WITHIN
             settled_n += ok
@@ -431,7 +435,7 @@ def main() -> int:
     control_ok, control_n, control_bad = 0, 0, []
     for m, mix in mixes.items():
         for t in mix["types"]:
-            runs = [[(r[0], r[1] / 1000) for r in out[f"control/{m}/{t}/{k}"][args.shift[0] :]] for k in range(REFERENCES + 1)]  # fmt: skip
+            runs = [after_shift(f"control/{m}/{t}/{k}") for k in range(REFERENCES + 1)]
             for k, ours in enumerate(runs):
                 n = settle(ours, runs[:k] + runs[k + 1 :])
                 control_n += 1
