@@ -1,5 +1,6 @@
 //! The snapshot format: `{"format":"captchaai-engine/solve","version":2,"task":{..},"config":{..},"state":{..}}`
-//! (version 3 when the solve has a learned second wait: `"second_wait_ms":..` before the state).
+//! (version 3 when the solve has a learned gap: `"second_wait_ms":..` before the state, and
+//! `"gap_after_polls":..` when the gap follows more than one regular poll).
 //!
 //! The task is stored as canonical task JSON and validated again on restore; the API key is never
 //! stored. Any change to the state's shape ([`crate::state`]) needs a new version. Written and read
@@ -13,6 +14,7 @@ use thiserror::Error;
 
 use crate::config::Config;
 use crate::error::ValidationError;
+use crate::solve_times::Gap;
 use crate::state::{State, StateJson};
 use crate::task::Task;
 
@@ -21,9 +23,11 @@ pub(crate) const FORMAT: &str = "captchaai-engine/solve";
 /// The snapshot version this engine writes. It also reads version 1 (engine 0.1), whose
 /// in-flight request is sent again.
 pub(crate) const VERSION: u64 = 2;
-/// The version written instead when the solve has a learned second wait
-/// ([`crate::SolveTimes`]): version 2 plus `second_wait_ms` before the state. Solves without one
-/// keep writing version 2, byte for byte as before.
+/// The version written instead when the solve has a learned gap ([`crate::SolveTimes`]):
+/// version 2 plus, before the state, the gap's wait `second_wait_ms` and, when it follows more
+/// than one regular poll, their number `gap_after_polls` (absent: one; an engine that predates
+/// the field refuses a snapshot with it as invalid). Solves without a gap keep writing version
+/// 2, byte for byte as before.
 pub(crate) const GAP_VERSION: u64 = 3;
 
 /// Why a snapshot could not be restored.
@@ -72,6 +76,8 @@ struct Head<'a> {
     config: &'a Config,
     #[serde(skip_serializing_if = "Option::is_none")]
     second_wait_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap_after_polls: Option<u32>,
     /// Written as null, which [`prefix`] cuts off: [`write`] appends the state in its place.
     state: (),
 }
@@ -87,6 +93,8 @@ struct Snapshot {
     config: Config,
     #[serde(default)]
     second_wait_ms: Option<u64>,
+    #[serde(default)]
+    gap_after_polls: Option<u32>,
     state: StateJson,
 }
 
@@ -94,8 +102,8 @@ struct Snapshot {
 pub(crate) struct Restored {
     pub task: Task,
     pub config: Config,
-    /// The learned second wait (version 3).
-    pub second_wait_ms: Option<u64>,
+    /// The learned gap (version 3).
+    pub gap: Option<Gap>,
     pub state: State,
 }
 
@@ -111,9 +119,11 @@ impl<'de> Deserialize<'de> for Format {
 
 /// The snapshot text up to the state: `{"format":..,"version":2,"task":..,"config":..,"state":`.
 /// It never changes during a solve, so a solve computes it once.
-pub(crate) fn prefix(task: &Task, config: &Config, second_wait_ms: Option<u64>) -> String {
-    let version = if second_wait_ms.is_some() { GAP_VERSION } else { VERSION };
-    let head = Head { format: FORMAT, version, task, config, second_wait_ms, state: () };
+pub(crate) fn prefix(task: &Task, config: &Config, gap: Option<Gap>) -> String {
+    let version = if gap.is_some() { GAP_VERSION } else { VERSION };
+    let second_wait_ms = gap.map(|gap| gap.wait_ms);
+    let gap_after_polls = gap.map(|gap| gap.after_polls).filter(|&polls| polls > 1);
+    let head = Head { format: FORMAT, version, task, config, second_wait_ms, gap_after_polls, state: () };
     let text = serde_json::to_string(&head).unwrap_or_default();
     text.strip_suffix("null}").map(str::to_owned).unwrap_or(text)
 }
@@ -162,13 +172,14 @@ pub(crate) fn read(text: &str) -> Result<Restored, RestoreError> {
             if snapshot.second_wait_ms.is_some() != (snapshot.version == GAP_VERSION) {
                 return Err(RestoreError::Invalid("second_wait_ms belongs to version 3 snapshots only".into()));
             }
+            if snapshot.gap_after_polls.is_some_and(|polls| polls < 2 || snapshot.second_wait_ms.is_none()) {
+                return Err(RestoreError::Invalid("gap_after_polls is at least 2, with second_wait_ms".into()));
+            }
             let state = snapshot.state.into_state(snapshot.version).map_err(RestoreError::Invalid)?;
-            return Ok(Restored {
-                task: snapshot.task,
-                config: snapshot.config,
-                second_wait_ms: snapshot.second_wait_ms,
-                state,
-            });
+            let gap = snapshot
+                .second_wait_ms
+                .map(|wait_ms| Gap { after_polls: snapshot.gap_after_polls.unwrap_or(1), wait_ms });
+            return Ok(Restored { task: snapshot.task, config: snapshot.config, gap, state });
         }
         Ok(snapshot) => return Err(RestoreError::UnsupportedVersion(snapshot.version)),
         Err(e) if e.is_eof() => return Err(RestoreError::Truncated),

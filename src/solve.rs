@@ -33,7 +33,7 @@ use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Field, Reply};
 use crate::snapshot::{self, RestoreError};
-use crate::solve_times::SolveTimes;
+use crate::solve_times::{Gap, SolveTimes};
 use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
@@ -56,9 +56,9 @@ pub struct Solve {
     task: Task,
     config: Config,
     timings: Timings,
-    /// After a first poll that finds nothing, the wait before the second (longer than the poll
-    /// interval), where a [`SolveTimes`] model learned a gap in the solve times.
-    second_wait_ms: Option<u64>,
+    /// A gap in the solve times a [`SolveTimes`] model learned: after that many regular polls
+    /// that found nothing, a wait longer than the poll interval.
+    gap: Option<Gap>,
     derived: Derived,
     state: State,
 }
@@ -130,9 +130,10 @@ impl Solve {
             None => Solve::new(task, key, config, now)?,
         };
         let Timings { initial_wait_ms, poll_interval_ms, deadline_ms } = solve.timings;
-        solve.second_wait_ms = model
-            .second_wait_ms(initial_wait_ms)
-            .filter(|&gap| gap > poll_interval_ms && initial_wait_ms.saturating_add(gap) < deadline_ms);
+        solve.gap = model.gap(initial_wait_ms).filter(|gap| {
+            let before = gap.last_regular_poll_ms(initial_wait_ms, poll_interval_ms);
+            gap.wait_ms > poll_interval_ms && before.saturating_add(gap.wait_ms) < deadline_ms
+        });
         Ok(solve)
     }
 
@@ -161,15 +162,15 @@ impl Solve {
     }
 
     fn restored(key: ApiKey, restored: snapshot::Restored) -> Result<Solve, RestoreError> {
-        let snapshot::Restored { task, config, second_wait_ms, state } = restored;
+        let snapshot::Restored { task, config, gap, state } = restored;
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
         check_state(&state, &config)?;
-        if second_wait_ms.is_some_and(|gap| gap <= timings.poll_interval_ms || gap >= timings.deadline_ms) {
+        if gap.is_some_and(|gap| gap.wait_ms <= timings.poll_interval_ms || gap.wait_ms >= timings.deadline_ms) {
             return Err(RestoreError::Invalid("second_wait_ms is out of range".into()));
         }
         let mut solve = Solve::assemble(key, task, config, timings, state);
-        solve.second_wait_ms = second_wait_ms;
+        solve.gap = gap;
         match solve.state.phase {
             // The engine never schedules a step at or after the deadline: such a state is forged.
             Phase::Ready { at, .. } if solve.deadline().is_some_and(|deadline| at >= deadline) => {
@@ -196,7 +197,7 @@ impl Solve {
             poll_body: None,
             snapshot_prefix: Default::default(),
         };
-        Solve { key, task, config, timings, second_wait_ms: None, derived, state }
+        Solve { key, task, config, timings, gap: None, derived, state }
     }
 
     /// The whole in-flight state as a small versioned JSON string, without the key. It does
@@ -219,7 +220,7 @@ impl Solve {
     }
 
     fn snapshot_prefix(&self) -> &str {
-        self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config, self.second_wait_ms))
+        self.derived.snapshot_prefix.get_or_init(|| snapshot::prefix(&self.task, &self.config, self.gap))
     }
 
     /// The validated task.
@@ -483,15 +484,15 @@ impl Solve {
         match (action, step) {
             (Action::PollAgain, Step::Poll) => {
                 self.state.poll_errors = 0;
-                let wait = match self.second_wait_ms {
-                    // The first poll of the first task found nothing: skip the learned gap, unless
-                    // that would pass the deadline.
-                    Some(gap)
-                        if self.state.polls == 1
+                let wait = match self.gap {
+                    // The regular polls of the first task before the learned gap found nothing:
+                    // skip it, unless that would pass the deadline.
+                    Some(Gap { after_polls, wait_ms })
+                        if self.state.polls == after_polls
                             && self.state.attempt == 1
-                            && self.deadline().is_none_or(|deadline| now.saturating_add(gap) < deadline) =>
+                            && self.deadline().is_none_or(|deadline| now.saturating_add(wait_ms) < deadline) =>
                     {
-                        gap
+                        wait_ms
                     }
                     _ => self.timings.poll_interval_ms,
                 };

@@ -26,6 +26,25 @@ const VERSION: u64 = 1;
 /// Histogram buckets: 1 s wide below 64 s, then 4 s wide up to 320 s (the last holds the rest).
 const BUCKETS: usize = 128;
 
+/// A learned gap in a type's solve times: after `after_polls` regular polls that found nothing
+/// (the first at the first wait, then one every interval), the next poll waits `wait_ms`, more
+/// than the interval, instead of the interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Gap {
+    /// Regular polls before the gap, at least 1.
+    pub after_polls: u32,
+    /// The wait after the last of them.
+    pub wait_ms: u64,
+}
+
+impl Gap {
+    /// When the last regular poll before the gap is sent, in ms after the submit, for a solve
+    /// whose first poll comes `first_wait_ms` after it.
+    pub(crate) fn last_regular_poll_ms(&self, first_wait_ms: u64, interval_ms: u64) -> u64 {
+        nth_poll_ms(first_wait_ms, self.after_polls, interval_ms)
+    }
+}
+
 /// Why a model's text form was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum SolveTimesError {
@@ -115,10 +134,14 @@ impl SolveTimes {
             }
         }
         // A lower bound of the ready time: the answer was not there at the poll before (for one
-        // found at the second poll, the first, at the first wait; for one found at the first
+        // found at the poll after a gap, the last regular poll before it, or without a gap, for
+        // one found at the second poll, the first, at the first wait; for one found at the first
         // poll, a guess: one interval earlier).
         let previous = elapsed.saturating_sub(interval);
-        let index = bucket(if solution.polls == 2 { used.min(previous) } else { previous });
+        let used_gap = self.gap(used);
+        let regular = used_gap.unwrap_or(Gap { after_polls: 1, wait_ms: interval });
+        let before_gap = regular.last_regular_poll_ms(used, interval).min(previous);
+        let index = bucket(if solution.polls == regular.after_polls + 1 { before_gap } else { previous });
         self.weights[index] = self.weights[index].saturating_add(ADAPTIVE.weight);
         if solution.polls > 1 {
             self.missed[index] = self.missed[index].saturating_add(ADAPTIVE.weight);
@@ -128,14 +151,14 @@ impl SolveTimes {
         // Late: answered after the table's first wait. With a gap after the table's first wait
         // (two groups of solve times), late answers belong to the later group, which the second
         // wait serves, and say nothing about the early one.
-        let gap = self.second_wait_ms(table).is_some();
+        let gap = self.gap(table).is_some();
         let late = elapsed > table.saturating_add(interval / 2) && !gap;
         if solution.polls > 1 && used < table {
             // An early first poll found nothing. Answered by the next poll (one interval later,
-            // or at a gap's second wait): wait a little longer. A later answer says nothing about
-            // the early group.
+            // or at a gap's wait right after it): wait a little longer. A later answer says
+            // nothing about the early group.
             let next = elapsed <= used.saturating_add(interval + interval / 2);
-            let at_gap = gap && solution.polls == 2;
+            let at_gap = solution.polls == 2 && used_gap.is_some_and(|gap| gap.after_polls == 1);
             let floor = if next {
                 used.saturating_add(interval / ADAPTIVE.miss_step).min(table)
             } else if at_gap {
@@ -172,35 +195,46 @@ impl SolveTimes {
         let early = (all - missed) * 1000 >= all * ADAPTIVE.early_permille;
         let wait = match late {
             // Down to one of the table's own poll times: an answer ready after the table's poll
-            // before it is seen when the table would have seen it.
-            late if late > table => late - (late - table) % interval,
+            // before it is seen when the table would have seen it. And at most one interval
+            // after the poll time at or below the `late_before` quantile: few answers were ready
+            // before the table's poll it replaces.
+            late if late > table => {
+                let before = self.quantile_ms(ADAPTIVE.late_before_permille).unwrap_or(0);
+                let latest = poll_time_at_or_below(before, table, interval).saturating_add(interval);
+                poll_time_at_or_below(late, table, interval).min(latest).max(table)
+            }
             _ if self.calm >= ADAPTIVE.calm && early => self.fast_ms,
             _ => table,
         };
         Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
     }
 
-    /// The wait after a first poll at `first_wait_ms` that found nothing, when the model puts
-    /// almost no answers soon after it (a gap between two groups of solve times): the
-    /// [`crate::registry::ADAPTIVE`] quantile of the lower bounds of the solves whose first poll
-    /// found nothing, from the first poll on, less the first wait. `None` (the regular interval)
-    /// when that is no more than the interval, or under the minimum of observations.
-    pub(crate) fn second_wait_ms(&self, first_wait_ms: u64) -> Option<u64> {
+    /// The gap a solve with the first wait `first_wait_ms` skips, if the model puts almost no
+    /// answers in it (between two groups of solve times): after the first of
+    /// [`crate::registry::ADAPTIVE`]'s `gap_max_polls` regular polls whose next interval holds at
+    /// most `gap_near_permille` of the weight, a wait until the `gap_permille` quantile of the
+    /// lower bounds of the solves whose first poll found nothing, from that next interval on.
+    /// `None` (regular polls) when that wait is no more than the interval, or under the minimum
+    /// of observations.
+    pub(crate) fn gap(&self, first_wait_ms: u64) -> Option<Gap> {
         if self.observations < ADAPTIVE.min_observations {
             return None;
         }
-        // From one interval after the first poll: a few misses answered soon after it (the
-        // early group's slowest) do not close the gap; many mean there is none.
-        let from = bucket(first_wait_ms.saturating_add(self.spec.poll_interval_ms));
+        let interval = self.spec.poll_interval_ms;
         let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
-        let near = sum(&self.missed[bucket(first_wait_ms).min(from)..from]);
-        if near * 1000 > sum(&self.weights) * ADAPTIVE.gap_near_permille {
-            return None;
-        }
-        let edge =
-            quantile(&self.missed[from..], ADAPTIVE.gap_permille, self.spec.poll_interval_ms)? + lower_edge_ms(from);
-        let gap = edge.saturating_sub(first_wait_ms);
-        (gap > self.spec.poll_interval_ms).then_some(gap)
+        let total = sum(&self.weights);
+        // A few misses answered within an interval of a poll (the early group's slowest) do not
+        // close the gap after it; more are worth one more regular poll first.
+        let after_polls = (1..=ADAPTIVE.gap_max_polls).find(|&n| {
+            let poll = nth_poll_ms(first_wait_ms, n, interval);
+            let (at, next) = (bucket(poll), bucket(poll.saturating_add(interval)));
+            sum(&self.missed[at.min(next)..next]) * 1000 <= total * ADAPTIVE.gap_near_permille
+        })?;
+        let poll = nth_poll_ms(first_wait_ms, after_polls, interval);
+        let from = bucket(poll.saturating_add(interval));
+        let edge = quantile(&self.missed[from..], ADAPTIVE.gap_permille, interval)? + lower_edge_ms(from);
+        let wait_ms = edge.saturating_sub(poll);
+        (wait_ms > interval).then_some(Gap { after_polls, wait_ms })
     }
 
     /// The `permille` quantile (0-1000) of the submit-to-ready time as the model sees it (each
@@ -276,6 +310,21 @@ fn dense(text: &str) -> Result<[u32; BUCKETS], SolveTimesError> {
         last = Some(index);
     }
     Ok(weights)
+}
+
+/// When regular poll `n` (from 1) is sent, in ms after the submit.
+fn nth_poll_ms(first_wait_ms: u64, n: u32, interval_ms: u64) -> u64 {
+    first_wait_ms.saturating_add(u64::from(n.saturating_sub(1)).saturating_mul(interval_ms))
+}
+
+/// The last of a row's poll times (its first wait `table` plus or minus whole intervals) at or
+/// below `ms`, or 0.
+fn poll_time_at_or_below(ms: u64, table: u64, interval: u64) -> u64 {
+    if ms >= table {
+        ms - (ms - table) % interval
+    } else {
+        table.saturating_sub((table - ms).div_ceil(interval).saturating_mul(interval))
+    }
 }
 
 /// The bucket of a time in ms.

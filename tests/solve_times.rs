@@ -133,6 +133,21 @@ fn a_later_first_poll_is_one_the_table_makes_and_sees_answers_when_the_table_wou
     }
 }
 
+/// A later first wait makes the answers ready before the table's poll it replaces wait one
+/// interval longer: with 1 in 20 of them (ready 12 s after the submit, the rest 20 s), the
+/// table's first wait stays; with none, it moves to the table's next poll time.
+#[test]
+fn a_first_wait_moves_later_only_when_few_answers_came_before_it() {
+    let mut some_early = SolveTimes::new("turnstile").unwrap();
+    for i in 0..100 {
+        let ready = if i % 20 == 0 { 12_000 } else { 20_000 };
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&some_early), ready);
+        assert!(some_early.observe(&solved.unwrap()));
+    }
+    assert_eq!(some_early.first_wait_ms(), Some(13_000));
+    assert_eq!(learned(20_000, 100).first_wait_ms(), Some(18_000));
+}
+
 #[test]
 fn the_config_first_wait_wins_and_another_type_is_refused() {
     let model = learned(70_000, 60);
@@ -182,6 +197,56 @@ fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
     assert_eq!(a, b);
     let Output::Send(second) = a else { panic!() };
     assert_eq!(second.at - first.at, polls[1] - polls[0]);
+}
+
+/// Two groups (3 s and 60 s) and a few of the early group's stragglers, ready 2 s after the
+/// first poll: the gap follows a second regular poll, which finds the stragglers (waiting for
+/// the gap would make them wait for the later group); the snapshot keeps where the gap starts.
+#[test]
+fn stragglers_of_an_early_group_are_polled_before_the_gap() {
+    let mut model = SolveTimes::new("turnstile").unwrap();
+    let straggler = |model: &SolveTimes| model.first_wait_ms().unwrap_or(13_000) + 2_000;
+    for i in 0..80 {
+        let ready = match i % 10 {
+            0..=4 => 3_000,
+            5 => straggler(&model),
+            _ => 60_000,
+        };
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
+        model.observe(&solved.unwrap());
+    }
+    let polls = |ready_ms| -> Vec<u64> {
+        let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms);
+        sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect()
+    };
+    let found = polls(straggler(&model));
+    assert_eq!(found.len(), 2, "the straggler is found one interval after the first poll: {found:?}");
+    assert_eq!(found[1] - found[0], 5_000, "{found:?}");
+    let late = polls(60_000);
+    assert_eq!(late[1] - late[0], 5_000, "{late:?}");
+    assert!(late[2] - late[1] > 20_000, "the gap follows the second poll: {late:?}");
+    assert!(late.windows(2).skip(2).all(|w| w[1] - w[0] == 5_000), "{late:?}");
+
+    let task = Task::from_json(TURNSTILE).unwrap();
+    let mut solve = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, T0).unwrap();
+    let Output::Send(submit) = solve.poll_output(T0).unwrap() else { panic!() };
+    let mut output = solve.handle_response(T0, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap();
+    for _ in 0..2 {
+        let Output::Send(poll) = output else { panic!("{output:?}") };
+        let snapshot = solve.snapshot();
+        assert!(snapshot.contains(r#""version":3"#) && snapshot.contains(r#""gap_after_polls":2"#), "{snapshot}");
+        let mut restored = Solve::restore(&snapshot, KEY).unwrap();
+        output = solve.handle_response(poll.at, poll.id, 200, b"CAPCHA_NOT_READY").unwrap();
+        assert_eq!(restored.handle_response(poll.at, poll.id, 200, b"CAPCHA_NOT_READY").unwrap(), output);
+    }
+    let Output::Send(after_gap) = output else { panic!() };
+    assert_eq!(after_gap.at - T0, late[2]);
+    for (from, to) in
+        [(r#""gap_after_polls":2"#, r#""gap_after_polls":1"#), (r#""gap_after_polls":2"#, r#""gap_after_polls":-2"#)]
+    {
+        let broken = solve.snapshot().replace(from, to);
+        assert!(matches!(Solve::restore(&broken, KEY), Err(captchaai_engine::RestoreError::Invalid(_))), "{to}");
+    }
 }
 
 #[test]
