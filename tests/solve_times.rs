@@ -66,9 +66,15 @@ fn solution(elapsed: u64, polls: u32) -> Solution {
 
 /// A model that has driven `n` turnstile solves ready after `ready_ms` each.
 fn learned(ready_ms: u64, n: usize) -> SolveTimes {
+    taught(n, |_, _| ready_ms)
+}
+
+/// A model that has driven `n` turnstile solves, the `i`th ready `ready_ms(i, model so far)`
+/// after its submit.
+fn taught(n: usize, ready_ms: impl Fn(usize, &SolveTimes) -> u64) -> SolveTimes {
     let mut model = SolveTimes::new("turnstile").unwrap();
-    for _ in 0..n {
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms);
+    for i in 0..n {
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms(i, &model));
         assert!(model.observe(&solved.unwrap()));
     }
     model
@@ -115,12 +121,8 @@ fn slow_solves_push_the_first_poll_back() {
 fn a_later_first_poll_is_one_the_table_makes_and_sees_answers_when_the_table_would() {
     let turnstile = task_types().find(|t| t.name() == "turnstile").unwrap();
     let (table, interval) = (turnstile.first_wait_ms(), turnstile.poll_interval_ms());
-    let mut model = SolveTimes::new("turnstile").unwrap();
     // Solves ready 61-79 s after the submit, in a cycle of 1.3 s steps.
-    for n in 0..200u64 {
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), 61_000 + n * 1_300 % 18_000);
-        assert!(model.observe(&solved.unwrap()));
-    }
+    let model = taught(200, |n, _| 61_000 + n as u64 * 1_300 % 18_000);
     let wait = model.first_wait_ms().unwrap();
     assert!(wait > table + 30_000, "first wait {wait} ms");
     assert_eq!((wait - table) % interval, 0, "first wait {wait} ms is not a table poll time");
@@ -138,12 +140,7 @@ fn a_later_first_poll_is_one_the_table_makes_and_sees_answers_when_the_table_wou
 /// table's first wait stays; with none, it moves to the table's next poll time.
 #[test]
 fn a_first_wait_moves_later_only_when_few_answers_came_before_it() {
-    let mut some_early = SolveTimes::new("turnstile").unwrap();
-    for i in 0..100 {
-        let ready = if i % 20 == 0 { 12_000 } else { 20_000 };
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&some_early), ready);
-        assert!(some_early.observe(&solved.unwrap()));
-    }
+    let some_early = taught(100, |i, _| if i % 20 == 0 { 12_000 } else { 20_000 });
     assert_eq!(some_early.first_wait_ms(), Some(13_000));
     assert_eq!(learned(20_000, 100).first_wait_ms(), Some(18_000));
 }
@@ -171,12 +168,7 @@ fn a_short_deadline_keeps_the_learned_first_wait_before_it() {
 /// second skips the gap; a snapshot (version 3) keeps it, and the restored solve sends the same.
 #[test]
 fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
-    let mut model = SolveTimes::new("turnstile").unwrap();
-    for i in 0..60 {
-        let ready = if i % 2 == 0 { 3_000 } else { 60_000 };
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
-        model.observe(&solved.unwrap());
-    }
+    let model = taught(60, |i, _| if i % 2 == 0 { 3_000 } else { 60_000 });
     let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), 60_000);
     let polls: Vec<u64> = sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect();
     assert!(polls[1] - polls[0] > 20_000, "{polls:?}");
@@ -204,17 +196,12 @@ fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
 /// the gap would make them wait for the later group); the snapshot keeps where the gap starts.
 #[test]
 fn stragglers_of_an_early_group_are_polled_before_the_gap() {
-    let mut model = SolveTimes::new("turnstile").unwrap();
     let straggler = |model: &SolveTimes| model.first_wait_ms().unwrap_or(13_000) + 2_000;
-    for i in 0..80 {
-        let ready = match i % 10 {
-            0..=4 => 3_000,
-            5 => straggler(&model),
-            _ => 60_000,
-        };
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
-        model.observe(&solved.unwrap());
-    }
+    let model = taught(80, |i, model| match i % 10 {
+        0..=4 => 3_000,
+        5 => straggler(model),
+        _ => 60_000,
+    });
     let polls = |ready_ms| -> Vec<u64> {
         let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms);
         sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect()
