@@ -623,8 +623,8 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   leaves a floor under `fast`: `interval / miss_step` above that first poll; the floor decays
 ///   by `1/floor_decay` of itself per observation.
 /// - **Gap** (two groups of solve times): after the first of the first `gap_max_polls` regular
-///   polls whose next interval holds at most `gap_near_permille` of the weight of solves its
-///   first poll missed, when the `gap_permille` quantile of the second histogram from that next
+///   polls whose next interval holds at most `gap_near_permille` of all the weight in `L`s of
+///   solves whose first poll found nothing, when the `gap_permille` quantile of the second histogram from that next
 ///   interval on is more than one interval after that poll, the next poll waits until then (if
 ///   before the deadline). The early group's slowest answers are found by the regular polls
 ///   before the gap instead of waiting for the later group. Late answers belong to the later
