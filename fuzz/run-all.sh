@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The fuzz runs recorded in fuzz/README.md: each target for RUNS executions (or MAX_TIME
-# seconds, whichever comes first), one process per target, niced (the machine is shared), no
-# sanitizer (the engine is safe Rust: the checks are the bodies' assertions and panics).
+# The fuzz runs of docs/testing.md ("Fuzzing"; executions in BENCHMARKS.md): each target for
+# RUNS executions (or MAX_TIME seconds, whichever comes first), one process per target, niced
+# (the machine is shared), no sanitizer (the engine is safe Rust: the checks are the bodies'
+# assertions and panics).
 # Usage: fuzz/run-all.sh [RUNS] [targets...]; MAX_TIME=900 fuzz/run-all.sh 10000000 reply ops
 set -uo pipefail
 cd "$(dirname "$0")"

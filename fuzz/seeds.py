@@ -2,7 +2,9 @@
 """Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json), and
 fuzz/seeds/edge_request/ from hand-written requests, well-formed and malformed.
 fuzz/seeds/restore/ is written by `cargo run -p sim --example snapshot_seeds` (real snapshots
-taken at every step of every vector's replay). See fuzz/README.md."""
+taken at every step of every vector's replay). Each run first empties the directories it writes,
+so they hold exactly what the vectors give (scripts/test.sh checks they are committed so).
+See docs/testing.md, "Fuzzing"."""
 import base64, glob, hashlib, json, os, re, struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -13,6 +15,11 @@ for i, name in enumerate(TASKS):
     ty = name[len("type_"):]
     for t in (ty, ty.replace("_invisible", "").replace("_compatible_keys", "").replace("_click_text", "").replace("_multipart", "").replace("_sync", "")):
         TYPE_INDEX.setdefault(t, i)
+
+for target in ("task", "reply", "ops", "edge_request"):
+    d = os.path.join(OUT, target)
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        os.remove(os.path.join(d, name))
 
 def write(target, data):
     d = os.path.join(OUT, target)
@@ -55,7 +62,6 @@ for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/*.json"))):
             kind = {"timeout": 0, "connect": 1, "broken": 2}[t["error"]]
             ops += bytes([3]) + struct.pack("<H", min(t["after_ms"] // 16, 65535)) + bytes([kind])
     write("ops", bytes(ops))
-print({d: len(os.listdir(os.path.join(OUT, d))) for d in os.listdir(OUT)})
 
 # edge_request: [path kind, query kind, auth kind, path len, query len, auth len] + path tail,
 # query tail, token, Content-Length (kinds index the prefixes in fuzz/src/lib.rs).
@@ -71,3 +77,4 @@ for path_kind, path, query_kind, query, auth_kind, token, length in [
     (2, b"", 1, b"", 1, b"metrics-token", b"18446744073709551616"),
 ]:
     write("edge_request", bytes([path_kind, query_kind, auth_kind, len(path), len(query), len(token)]) + path + query + token + length)
+print({d: len(os.listdir(os.path.join(OUT, d))) for d in sorted(os.listdir(OUT))})

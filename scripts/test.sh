@@ -51,6 +51,19 @@ stage "tests (with the ignored ones: real Spin and Redis, which this script prov
 # emulator's solve times). Measured on 2 cores, the run after the build: 186 s instead of 335 s
 # (edge_state 66 s instead of 143 s, edge 64 s instead of 128 s).
 cargo test --workspace --quiet -- --include-ignored --test-threads 6
+# The fuzz seeds come from the golden vectors: written again here, they must be the committed
+# ones (vectors added without them once left the restore corpus without a single solve made
+# with a solve-times model).
+python3 fuzz/seeds.py >/dev/null
+cargo run --quiet -p sim --example snapshot_seeds >/dev/null
+if ! git rev-parse --git-dir >/dev/null 2>&1; then
+  echo "test: not a git checkout: fuzz/seeds written again, but not compared with a commit" >&2
+elif [ -n "$(git status --porcelain -- fuzz/seeds)" ]; then
+  echo "test: fuzz/seeds is stale: commit what python3 fuzz/seeds.py and" \
+    "cargo run -p sim --example snapshot_seeds wrote:" >&2
+  git status --short -- fuzz/seeds | head >&2
+  exit 1
+fi
 
 stage "bindings: the same engine .wasm from Python (wasmtime-py)"
 # The binaries the stages below run (the emulator, the CLI, the examples the docs show), from

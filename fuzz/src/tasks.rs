@@ -1,4 +1,4 @@
-//! One task per type, from testdata/vectors/type_*.json (generated; see fuzz/README.md).
+//! One task per type, from testdata/vectors/type_*.json (`fuzz/seeds.py` reads the names).
 
 /// `(vector name, task JSON, config JSON)`.
 pub const TASKS: &[(&str, &str, &str)] = &[

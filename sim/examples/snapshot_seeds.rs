@@ -55,6 +55,13 @@ fn main() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let out = format!("{root}/fuzz/seeds/restore");
     std::fs::create_dir_all(&out).expect("mkdir");
+    // Exactly this run's snapshots: the old ones go first.
+    for entry in std::fs::read_dir(&out).expect("seeds") {
+        let path = entry.expect("entry").path();
+        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("snapshot-")) {
+            std::fs::remove_file(path).expect("remove");
+        }
+    }
     let mut recorder = Recorder { native: Native, snapshots: Vec::new() };
     let mut paths: Vec<_> = std::fs::read_dir(format!("{root}/testdata/vectors"))
         .expect("vectors")
