@@ -139,9 +139,9 @@ impl SolveTimes {
         // poll, a guess: one interval earlier).
         let previous = elapsed.saturating_sub(interval);
         let used_gap = self.gap(used);
-        let regular = used_gap.unwrap_or(Gap { after_polls: 1, wait_ms: interval });
-        let before_gap = regular.last_regular_poll_ms(used, interval).min(previous);
-        let index = bucket(if solution.polls == regular.after_polls + 1 { before_gap } else { previous });
+        let regular_polls = used_gap.map_or(1, |gap| gap.after_polls);
+        let last_regular = nth_poll_ms(used, regular_polls, interval);
+        let index = bucket(if solution.polls == regular_polls + 1 { last_regular.min(previous) } else { previous });
         self.weights[index] = self.weights[index].saturating_add(ADAPTIVE.weight);
         if solution.polls > 1 {
             self.missed[index] = self.missed[index].saturating_add(ADAPTIVE.weight);
