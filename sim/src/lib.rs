@@ -1,7 +1,8 @@
 //! Deterministic simulation of many engine solves in virtual time.
 //!
 //! Solves arrive at fixed virtual times (solve `i` is created at `EPOCH + i * arrival_gap_ms`),
-//! each against its own seeded fake CaptchaAI ([`upstream`]) with faults. A discrete-event loop
+//! each against its own seeded fake CaptchaAI ([`upstream`]) with faults. A share of them is
+//! created with a learned solve-times model ([`models`]: a later or earlier first wait, a gap). A discrete-event loop
 //! always jumps to the next wake-up: a solve's next request's `at`, a reply's (or timeout's)
 //! arrival, or the next solve's creation. No IO, no clock, no threads: the same seed gives the
 //! same run.
@@ -10,7 +11,9 @@
 //! - it ends by its deadline + one request timeout, and no request is due at or after the
 //!   deadline (the deadline computed independently from the README's type table and config);
 //! - its requests (kind and due time) and outcome (code, class, retry-after, task id; or answer,
-//!   polls, attempts, times) equal what the independent [`oracle`] predicts from the tables;
+//!   polls, attempts, times) equal what the independent [`oracle`] predicts from the tables
+//!   (with a model: from its first wait and the gap the solve keeps in its snapshot, which must
+//!   lie within the documented bounds);
 //! - the key appears only in request bodies: never in a URL, a snapshot, a failure (code,
 //!   message, task id), a solution, or (for every `debug_every`-th solve) any output's `Debug`;
 //! - with a snapshot/restore inserted at a random step (before a send, or while a request is
@@ -21,6 +24,7 @@
 //! A violation names the run's seed and the solve's index; `--seed S --only I` replays that one
 //! solve with a trace.
 
+pub mod models;
 pub mod oracle;
 pub mod rng;
 pub mod upstream;
@@ -29,9 +33,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write;
 
-use captchaai_engine::{Body, Config, HttpRequest, Output, RequestKind, Solve};
+use captchaai_engine::{ApiKey, Body, Config, HttpRequest, Output, RequestKind, Solve, SolveTimes, Task};
 
-use crate::oracle::{Outcome, Prediction, TYPES, TypeRow, Waits};
+use crate::models::Models;
+use crate::oracle::{Gap, Outcome, Prediction, TYPES, TypeRow, Waits};
 use crate::rng::{Rng, mix};
 use crate::upstream::{Condition, Delivery, Faults, Upstream, render};
 
@@ -49,6 +54,8 @@ pub struct Options {
     pub arrival_gap_ms: u64,
     /// Share of solves with a snapshot/restore at a random step.
     pub restore_rate: f64,
+    /// Share of solves created with a learned solve-times model.
+    pub model_rate: f64,
     /// Every n-th solve also has each output's `Debug` searched for the key (0: none).
     pub debug_every: u64,
     /// Run only this solve, with a trace on stderr.
@@ -65,6 +72,7 @@ impl Default for Options {
             seed: 1,
             arrival_gap_ms: 40,
             restore_rate: 0.25,
+            model_rate: 0.35,
             debug_every: 16,
             only: None,
             max_violations: 20,
@@ -105,6 +113,12 @@ pub struct Report {
     /// Restores taken while a request was out.
     pub restores_in_flight: u64,
     pub debug_checked: u64,
+    /// Solves created with a model; of them, with a learned first wait, with a learned gap, and
+    /// whose gap a poll waited out.
+    pub with_model: u64,
+    pub learned_first_waits: u64,
+    pub learned_gaps: u64,
+    pub gaps_taken: u64,
     pub faults: Faults,
     pub peak_in_flight: usize,
     /// Virtual time the run covered.
@@ -146,12 +160,14 @@ pub struct Setup {
     pub config: Config,
     pub key: String,
     pub start: u64,
+    /// Which of the type's [`Models`] the solve is created with, if any.
+    pub model: Option<usize>,
 }
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 impl Setup {
-    pub fn new(run_seed: u64, index: u64, arrival_gap_ms: u64) -> Setup {
+    pub fn new(run_seed: u64, index: u64, arrival_gap_ms: u64, model_rate: f64) -> Setup {
         let seed = mix(run_seed ^ mix(index.wrapping_add(0x5EED)));
         let mut r = Rng::new(seed ^ 0xC0F1_6000);
         let ty = r.pick(TYPES);
@@ -178,7 +194,10 @@ impl Setup {
             config.initial_wait_ms = Some(r.range(1_000, 20_000));
         }
         let key = String::from_utf8((0..32).map(|_| *r.pick(ALNUM)).collect()).unwrap_or_default();
-        Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms }
+        // Its own stream: the other draws, and so every solve without a model, stay as they were.
+        let mut m = Rng::new(seed ^ 0x501E_7135);
+        let model = m.chance(model_rate).then(|| m.below(models::SHAPES.len() as u64) as usize);
+        Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms, model }
     }
 }
 
@@ -248,6 +267,7 @@ struct Sim<'a> {
     /// Reused for the `Debug` key checks.
     debug_text: String,
     in_flight: usize,
+    models: Models,
 }
 
 impl<'a> Sim<'a> {
@@ -277,6 +297,7 @@ impl<'a> Sim<'a> {
             agenda: Agenda::default(),
             debug_text: String::new(),
             in_flight: 0,
+            models: Models::new(),
         }
     }
 
@@ -321,11 +342,32 @@ impl<'a> Sim<'a> {
     }
 
     fn start(&mut self, index: u64) {
-        let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms);
+        let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms, self.o.model_rate);
         let trace = self.o.only.is_some();
+        let model = setup.model.map(|shape| self.models.get(setup.ty, shape));
+        if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
+            let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
+            self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
+            return;
+        }
+        self.report.solves += 1;
+        let (solve, waits) = match create(&setup, model) {
+            Ok(created) => created,
+            Err(what) => {
+                eprintln!("sim violation: solve {index}: {what}");
+                self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
+                return;
+            }
+        };
+        if model.is_some() {
+            self.report.with_model += 1;
+            self.report.learned_first_waits += u64::from(model.and_then(SolveTimes::first_wait_ms).is_some());
+            self.report.learned_gaps += u64::from(waits.gap.is_some());
+        }
         let fault_rate = self.o.fault_rate;
         let mut oracle_upstream = Upstream::new(setup.seed, fault_rate, setup.start);
-        let expected = oracle::predict(setup.ty, &setup.config, setup.start, &mut oracle_upstream);
+        let expected = oracle::predict(setup.ty, &setup.config, &waits, setup.start, &mut oracle_upstream);
+        self.report.gaps_taken += u64::from(expected.gap_taken);
         let upstream = Upstream::new(setup.seed, fault_rate, setup.start);
         let name = condition_name(&upstream.condition);
         if let Some(c) = self.report.conditions.iter_mut().find(|(n, _)| *n == name) {
@@ -333,42 +375,29 @@ impl<'a> Sim<'a> {
         }
         if trace {
             eprintln!(
-                "solve {index}: {} at {} with {:?}, condition {:?}\n  oracle: {:?}",
-                setup.ty.name, setup.start, setup.config, upstream.condition, expected
+                "solve {index}: {} at {} with {:?}, condition {:?}\n  model {:?}: {}\n  waits: first {} ms, interval {} ms, gap {:?}\n  oracle: {:?}",
+                setup.ty.name,
+                setup.start,
+                setup.config,
+                upstream.condition,
+                setup.model,
+                model.map(SolveTimes::to_string).unwrap_or_default(),
+                waits.first_wait_ms,
+                waits.poll_interval_ms,
+                waits.gap,
+                expected
             );
         }
-        let waits = Waits::of(setup.ty, &setup.config);
         let base = setup.config.base_url.trim_end_matches('/');
         let mut r = Rng::new(setup.seed ^ 0x7E57);
         let restore_at =
             if r.chance(self.o.restore_rate) { 1 + r.below(u64::from(expected.sends) * 2) as u32 } else { 0 };
-        if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
-            let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
-            self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
-            return;
-        }
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             (self.slots.len() - 1) as u32
         });
         self.in_flight += 1;
         self.report.peak_in_flight = self.report.peak_in_flight.max(self.in_flight);
-        self.report.solves += 1;
-        let solve = match Solve::from_json(setup.ty.task_json, &setup.key, &setup.config, setup.start) {
-            Ok(solve) => solve,
-            Err(failure) => {
-                // Park a placeholder so `violation` can release the slot.
-                eprintln!("sim: create failed: {failure}");
-                self.in_flight -= 1;
-                self.free.push(slot);
-                self.report.violations.push(Violation {
-                    seed: self.o.seed,
-                    solve: index,
-                    what: format!("create failed: {failure}"),
-                });
-                return;
-            }
-        };
         let deadline = setup.start + waits.deadline_ms;
         self.slots[slot as usize] = Some(Slot {
             index,
@@ -524,6 +553,35 @@ fn contains(text: &str, needle: &str) -> bool {
 
 fn placeholder() -> Delivery {
     Delivery { after_ms: 0, meaning: upstream::Meaning::Timeout, variant: 0 }
+}
+
+/// Creates the solve of `setup` (with `model`, if given) and the waits the oracle predicts it
+/// with: the tables', or the model's first wait and the gap the new solve's snapshot keeps
+/// (`second_wait_ms`, `gap_after_polls`: absent means one poll), checked against the bounds.
+fn create(setup: &Setup, model: Option<&SolveTimes>) -> Result<(Solve, Waits), String> {
+    let Some(model) = model else {
+        let solve = Solve::from_json(setup.ty.task_json, &setup.key, &setup.config, setup.start)
+            .map_err(|failure| format!("create failed: {failure}"))?;
+        return Ok((solve, Waits::of(setup.ty, &setup.config)));
+    };
+    let task = Task::from_json(setup.ty.task_json).map_err(|failure| format!("task refused: {failure}"))?;
+    let key = ApiKey::new(&setup.key).map_err(|failure| format!("key refused: {failure}"))?;
+    let solve = Solve::with_solve_times(task, key, &setup.config, model, setup.start)
+        .map_err(|e| format!("create with a model failed: {e}"))?;
+    let snapshot = solve.snapshot();
+    let gap = snapshot_number(&snapshot, "second_wait_ms").map(|wait_ms| Gap {
+        after_polls: snapshot_number(&snapshot, "gap_after_polls").map_or(1, |n| n as u32),
+        wait_ms,
+    });
+    let waits = Waits::learned(setup.ty, &setup.config, model.first_wait_ms(), gap)?;
+    Ok((solve, waits))
+}
+
+/// The number after `"field":` in a snapshot.
+fn snapshot_number(snapshot: &str, field: &str) -> Option<u64> {
+    let at = snapshot.find(&format!("\"{field}\":"))? + field.len() + 3;
+    let digits = snapshot[at..].bytes().take_while(u8::is_ascii_digit).count();
+    snapshot[at..at + digits].parse().ok()
 }
 
 /// The task id in a poll body (`key=<32>&action=get&id=<id>&json=1`, as `check_request`

@@ -15,7 +15,7 @@ use sim::{Options, run};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "usage: sim [--solves N] [--fault-rate P] [--seed N] [--arrival-gap-ms N] \
-                     [--restore-rate P] [--debug-every N] [--only INDEX]";
+                     [--restore-rate P] [--model-rate P] [--debug-every N] [--only INDEX]";
 
 fn main() -> ExitCode {
     let mut o = Options { solves: 1_000_000, ..Options::default() };
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
             "--seed" => value.parse().map(|v| o.seed = v).is_ok(),
             "--arrival-gap-ms" => value.parse().map(|v| o.arrival_gap_ms = v).is_ok(),
             "--restore-rate" => value.parse().map(|v| o.restore_rate = v).is_ok(),
+            "--model-rate" => value.parse().map(|v| o.model_rate = v).is_ok(),
             "--debug-every" => value.parse().map(|v| o.debug_every = v).is_ok(),
             "--only" => value.parse().map(|v| o.only = Some(v)).is_ok(),
             _ => false,
@@ -43,8 +44,8 @@ fn main() -> ExitCode {
     let (wall, cpu) = (started.elapsed().as_secs_f64(), cpu_started.elapsed().as_secs_f64());
     let r = &report;
     println!(
-        "sim: seed {} | {} solves, fault rate {}, restore rate {}, one core",
-        o.seed, r.solves, o.fault_rate, o.restore_rate
+        "sim: seed {} | {} solves, fault rate {}, restore rate {}, model rate {}, one core",
+        o.seed, r.solves, o.fault_rate, o.restore_rate, o.model_rate
     );
     println!(
         "  solved {} ({:.1}%), failed {} | {} requests ({:.2} per solve) | peak {} in flight | {:.1} h virtual",
@@ -74,6 +75,10 @@ fn main() -> ExitCode {
     println!("  conditions: {}", conditions.join(", "));
     let codes: Vec<String> = r.codes.iter().map(|(n, c)| format!("{n} {c}")).collect();
     println!("  failures by code: {}", codes.join(", "));
+    println!(
+        "  with a learned model {}: first wait learned {}, gap learned {}, gap waited out {}",
+        r.with_model, r.learned_first_waits, r.learned_gaps, r.gaps_taken
+    );
     println!(
         "  restores {} ({} while a request was out) | Debug-checked outputs {} | latest end past a deadline {} ms",
         r.restores, r.restores_in_flight, r.debug_checked, r.max_past_deadline_ms

@@ -3,7 +3,8 @@
 //! from the rows of `src/codes.rs` (as a reader of the table, not its code). It shares nothing
 //! with `solve.rs` and does not read the engine's table (`captchaai_engine::codes()`): its own
 //! small table below lists every code the fake upstream sends. It predicts every request (kind
-//! and due time) and the outcome.
+//! and due time) and the outcome, for solves made from the tables alone and for solves made with
+//! a learned solve-times model ([`Waits::learned`]).
 
 use captchaai_engine::{Class, Config, RequestKind, TransportError};
 
@@ -147,6 +148,8 @@ pub struct Prediction {
     pub fingerprint: u64,
     pub ended_at: u64,
     pub outcome: Outcome,
+    /// Whether a poll waited out a learned gap instead of the interval.
+    pub gap_taken: bool,
 }
 
 /// Folds one request into a transcript fingerprint.
@@ -154,11 +157,22 @@ pub fn fold(fingerprint: u64, kind: RequestKind, at: u64) -> u64 {
     crate::rng::mix(fingerprint ^ crate::rng::mix(at.wrapping_mul(4).wrapping_add(kind as u64 + 1)))
 }
 
-/// The effective waits: config values where set, else the type's (README "Config").
+/// The effective waits: config values where set, else the type's (README "Config"); with a
+/// learned model, its first wait and gap.
 pub struct Waits {
     pub first_wait_ms: u64,
     pub poll_interval_ms: u64,
     pub deadline_ms: u64,
+    pub gap: Option<Gap>,
+}
+
+/// A learned gap (`Solve::with_solve_times`): after `after_polls` polls of the first task that
+/// found nothing, the next poll waits `wait_ms`, longer than the interval, unless that would
+/// reach the deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gap {
+    pub after_polls: u32,
+    pub wait_ms: u64,
 }
 
 impl Waits {
@@ -167,14 +181,53 @@ impl Waits {
             first_wait_ms: config.initial_wait_ms.unwrap_or(row.first_wait_ms),
             poll_interval_ms: config.poll_interval_ms.unwrap_or(row.poll_interval_ms),
             deadline_ms: config.deadline_ms.unwrap_or(row.deadline_ms),
+            gap: None,
         }
+    }
+
+    /// The waits of a solve created with a model whose first wait is `learned_first_wait_ms`
+    /// (`SolveTimes::first_wait_ms`): used where the config sets none, kept one interval before
+    /// the deadline, and dropped for the table's if that leaves it outside `initial_wait_ms`'s
+    /// 1-300 s. `gap` is the one the solve was planned with; it must lie within the README's
+    /// bounds (longer than the interval, its poll before the deadline), else the error says how.
+    pub fn learned(
+        row: &TypeRow,
+        config: &Config,
+        learned_first_wait_ms: Option<u64>,
+        gap: Option<Gap>,
+    ) -> Result<Waits, String> {
+        let mut waits = Waits::of(row, config);
+        if let (None, Some(learned)) = (config.initial_wait_ms, learned_first_wait_ms) {
+            let kept = learned.min(waits.deadline_ms.saturating_sub(waits.poll_interval_ms));
+            if (1_000..=300_000).contains(&kept) {
+                waits.first_wait_ms = kept;
+            }
+        }
+        if let Some(gap) = gap {
+            let last_regular =
+                waits.first_wait_ms + u64::from(gap.after_polls.saturating_sub(1)) * waits.poll_interval_ms;
+            if gap.after_polls == 0
+                || gap.wait_ms <= waits.poll_interval_ms
+                || last_regular + gap.wait_ms >= waits.deadline_ms
+            {
+                return Err(format!(
+                    "a learned gap out of bounds: {gap:?} with {:?}",
+                    (waits.first_wait_ms, waits.poll_interval_ms, waits.deadline_ms)
+                ));
+            }
+            if learned_first_wait_ms.is_none() {
+                return Err(format!("a gap {gap:?} from a model that gives no first wait"));
+            }
+        }
+        waits.gap = gap;
+        Ok(waits)
     }
 }
 
-/// Predicts a solve of `ty` under `config` created at `start`, against `upstream` (a fresh one
-/// built from the solve's seed).
-pub fn predict(ty: &TypeRow, config: &Config, start: u64, upstream: &mut Upstream) -> Prediction {
-    let waits = Waits::of(ty, config);
+/// Predicts a solve of `ty` under `config` with `waits` (from [`Waits::of`] or
+/// [`Waits::learned`]) created at `start`, against `upstream` (a fresh one built from the solve's
+/// seed).
+pub fn predict(ty: &TypeRow, config: &Config, waits: &Waits, start: u64, upstream: &mut Upstream) -> Prediction {
     let deadline = start + waits.deadline_ms;
     let timeout = config.request_timeout_ms;
     let mut sends = 0;
@@ -182,6 +235,7 @@ pub fn predict(ty: &TypeRow, config: &Config, start: u64, upstream: &mut Upstrea
     let mut task_id: Option<String> = None;
     let (mut attempt, mut submit_retries, mut poll_errors, mut polls) = (1u32, 0u32, 0u32, 0u32);
     let (mut kind, mut at) = (RequestKind::Submit, start);
+    let mut gap_taken = false;
     let fail = |code: &str, task_id: &Option<String>| {
         let r = row(code);
         Fail { code: code.to_owned(), class: r.1, retry_after_ms: r.4, task_id: task_id.clone() }
@@ -202,7 +256,7 @@ pub fn predict(ty: &TypeRow, config: &Config, start: u64, upstream: &mut Upstrea
             Meaning::Code(code) => code,
             Meaning::TaskId(_) | Meaning::Answer(_) | Meaning::Threads { .. } => "",
         };
-        let done = |outcome: Outcome| Prediction { sends, fingerprint, ended_at: now, outcome };
+        let done = move |outcome: Outcome| Prediction { sends, fingerprint, ended_at: now, outcome, gap_taken };
         // The next request: (kind, due, the failure reported if that is at or after the deadline).
         let next: (RequestKind, u64, Option<Fail>);
         match (kind, &delivery.meaning) {
@@ -249,7 +303,14 @@ pub fn predict(ty: &TypeRow, config: &Config, start: u64, upstream: &mut Upstrea
                 next = match (act, step) {
                     (PollAgain, RequestKind::Poll) => {
                         poll_errors = 0;
-                        (RequestKind::Poll, now + waits.poll_interval_ms, None)
+                        let wait = match waits.gap {
+                            Some(gap) if attempt == 1 && polls == gap.after_polls && now + gap.wait_ms < deadline => {
+                                gap_taken = true;
+                                gap.wait_ms
+                            }
+                            _ => waits.poll_interval_ms,
+                        };
+                        (RequestKind::Poll, now + wait, None)
                     }
                     (Retry, RequestKind::Poll) => {
                         poll_errors += 1;

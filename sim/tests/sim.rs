@@ -33,6 +33,10 @@ fn twenty_thousand_faulty_solves_match_the_oracle() {
     }
     assert!(report.restores > 3_000 && report.restores_in_flight > 1_000, "{report:?}");
     assert!(report.debug_checked > 0);
+    // Solves made with a learned model: first waits learned, gaps learned, and gaps waited out.
+    let r = &report;
+    assert!(r.with_model > 5_000 && r.learned_first_waits > 4_000, "{r:?}");
+    assert!(r.learned_gaps > 1_000 && r.gaps_taken > 500, "{r:?}");
     for code in ["DEADLINE_EXCEEDED", "ERROR_ZERO_BALANCE", "IP_BANNED", "ERROR_CAPTCHA_UNSOLVABLE", "TRANSPORT_ERROR"]
     {
         assert!(report.codes.iter().any(|(c, _)| c == code), "no solve failed with {code}");
