@@ -1,11 +1,14 @@
 //! Property tests: random tasks, configs and upstream behaviour (including arbitrary bytes),
 //! driven by a faithful host model. Invariants: termination by the deadline bound, nothing sent
 //! after the deadline, sticky terminals, identical decisions after snapshot/restore at any step,
-//! the key only in request bodies, polls at least 5 s apart, and no panics on any input.
+//! the key only in request bodies, polls at least 5 s apart, and no panics on any input; with
+//! and without a learned solve-times model.
 
 mod common;
 
-use captchaai_engine::{Config, Output, RequestKind, Solve, Task, TransportError, codes, task_types};
+use captchaai_engine::{
+    Answer, ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, Task, TransportError, codes, task_types,
+};
 use common::{KEY, PAGE, min_poll_gap};
 use proptest::prelude::*;
 
@@ -94,6 +97,41 @@ fn config() -> impl Strategy<Value = Config> {
         })
 }
 
+/// A model of `task`'s type taught `n` solves: `late_permille` of them ready in
+/// `late_ms`, the rest in `early_ms` (spread over each range), each found by as many polls as
+/// the type's table would need.
+fn taught(task: &str, (n, early_ms, late_ms, late_permille): (u64, (u64, u64), (u64, u64), u64)) -> SolveTimes {
+    let kind = Task::from_json(task).unwrap().task_type();
+    let mut model = SolveTimes::new(kind.name()).unwrap();
+    for i in 0..n {
+        let (lo, hi) = if i * 1_000 % 997 < late_permille { late_ms } else { early_ms };
+        let elapsed = lo + (hi.saturating_sub(lo)) * (i * 37 % 101) / 100;
+        let polls = 1 + elapsed.saturating_sub(kind.first_wait_ms()).div_ceil(kind.poll_interval_ms()) as u32;
+        model.observe(&Solution {
+            answer: Answer::Text("t".into()),
+            user_agent: None,
+            task_id: Some("1".into()),
+            submitted_at: 0,
+            solved_at: elapsed,
+            elapsed_ms: elapsed,
+            polls,
+            attempts: 1,
+            expires_at: None,
+        });
+    }
+    model
+}
+
+/// What a model is taught: how many solves, the early and the late group's ranges (ms), and
+/// the late group's share (permille).
+fn teaching() -> impl Strategy<Value = (u64, (u64, u64), (u64, u64), u64)> {
+    (0u64..90, (1_000u64..30_000, 0u64..10_000), (20_000u64..150_000, 0u64..20_000), 0u64..600).prop_map(
+        |(n, (early, spread), (late, late_spread), share)| {
+            (n, (early, early + spread), (late, late + late_spread), share)
+        },
+    )
+}
+
 /// The outputs of one run, with times, and where restores happened.
 struct Run {
     outputs: Vec<(u64, Output)>,
@@ -104,8 +142,22 @@ struct Run {
 /// own timeout when the reply would come later than `timeout_ms`) and takes the next output.
 /// `restore_at` lists step indices before which the solve is snapshotted and restored (then
 /// asked for its output again). Outputs are recorded at the time the host acts on them.
-fn drive(task: &str, config: &Config, start: u64, script: &[Upstream], restore_at: &[usize]) -> Run {
-    let mut solve = Solve::from_json(task, KEY, config, start).expect("valid task");
+/// With `model`, the solve is created with its learned waits.
+fn drive(
+    task: &str,
+    config: &Config,
+    model: Option<&SolveTimes>,
+    start: u64,
+    script: &[Upstream],
+    restore_at: &[usize],
+) -> Run {
+    let mut solve = match model {
+        None => Solve::from_json(task, KEY, config, start).expect("valid task"),
+        Some(model) => {
+            let (task, key) = (Task::from_json(task).unwrap(), ApiKey::new(KEY).unwrap());
+            Solve::with_solve_times(task, key, config, model, start).expect("valid task")
+        }
+    };
     let mut now = start;
     let mut script = script.iter().cycle();
     let mut run = Run { outputs: Vec::new(), snapshots: Vec::new() };
@@ -193,7 +245,7 @@ proptest! {
         start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
         script in prop::collection::vec(upstream(), 1..40),
     ) {
-        let run = drive(&task, &config, start, &script, &[]);
+        let run = drive(&task, &config, None, start, &script, &[]);
         check_invariants(&task, &config, start, &run);
     }
 
@@ -204,9 +256,27 @@ proptest! {
         script in prop::collection::vec(upstream(), 1..30),
         restore_at in prop::collection::vec(0usize..60, 0..8),
     ) {
-        let plain = drive(&task, &config, 1_000, &script, &[]);
-        let restored = drive(&task, &config, 1_000, &script, &restore_at);
+        let plain = drive(&task, &config, None, 1_000, &script, &[]);
+        let restored = drive(&task, &config, None, 1_000, &script, &restore_at);
         prop_assert_eq!(plain.outputs, restored.outputs);
+    }
+
+    /// The same invariants and the same decisions after restores for a solve created with a
+    /// learned model (a first wait earlier or later than the table's, a gap).
+    #[test]
+    fn a_solve_with_a_learned_model_keeps_the_invariants_and_restores(
+        task in prop::sample::select(tasks()),
+        config in config(),
+        teaching in teaching(),
+        start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
+        script in prop::collection::vec(upstream(), 1..40),
+        restore_at in prop::collection::vec(0usize..60, 0..8),
+    ) {
+        let model = taught(&task, teaching);
+        let run = drive(&task, &config, Some(&model), start, &script, &[]);
+        check_invariants(&task, &config, start, &run);
+        let restored = drive(&task, &config, Some(&model), start, &script, &restore_at);
+        prop_assert_eq!(run.outputs, restored.outputs);
     }
 
     #[test]

@@ -345,13 +345,14 @@ impl<'a> Sim<'a> {
         let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms, self.o.model_rate);
         let trace = self.o.only.is_some();
         let model = setup.model.map(|shape| self.models.get(setup.ty, shape));
+        let learned_first_wait = model.and_then(SolveTimes::first_wait_ms);
         if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
             let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
             self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
             return;
         }
         self.report.solves += 1;
-        let (solve, waits) = match create(&setup, model) {
+        let (solve, waits) = match create(&setup, model, learned_first_wait) {
             Ok(created) => created,
             Err(what) => {
                 eprintln!("sim violation: solve {index}: {what}");
@@ -361,7 +362,7 @@ impl<'a> Sim<'a> {
         };
         if model.is_some() {
             self.report.with_model += 1;
-            self.report.learned_first_waits += u64::from(model.and_then(SolveTimes::first_wait_ms).is_some());
+            self.report.learned_first_waits += u64::from(learned_first_wait.is_some());
             self.report.learned_gaps += u64::from(waits.gap.is_some());
         }
         let fault_rate = self.o.fault_rate;
@@ -556,9 +557,14 @@ fn placeholder() -> Delivery {
 }
 
 /// Creates the solve of `setup` (with `model`, if given) and the waits the oracle predicts it
-/// with: the tables', or the model's first wait and the gap the new solve's snapshot keeps
-/// (`second_wait_ms`, `gap_after_polls`: absent means one poll), checked against the bounds.
-fn create(setup: &Setup, model: Option<&SolveTimes>) -> Result<(Solve, Waits), String> {
+/// with: the tables', or the model's first wait (`learned_first_wait`) and the gap the new
+/// solve's snapshot keeps (`second_wait_ms`, `gap_after_polls`: absent means one poll), checked
+/// against the bounds.
+fn create(
+    setup: &Setup,
+    model: Option<&SolveTimes>,
+    learned_first_wait: Option<u64>,
+) -> Result<(Solve, Waits), String> {
     let Some(model) = model else {
         let solve = Solve::from_json(setup.ty.task_json, &setup.key, &setup.config, setup.start)
             .map_err(|failure| format!("create failed: {failure}"))?;
@@ -569,17 +575,17 @@ fn create(setup: &Setup, model: Option<&SolveTimes>) -> Result<(Solve, Waits), S
     let solve = Solve::with_solve_times(task, key, &setup.config, model, setup.start)
         .map_err(|e| format!("create with a model failed: {e}"))?;
     let snapshot = solve.snapshot();
-    let gap = snapshot_number(&snapshot, "second_wait_ms").map(|wait_ms| Gap {
-        after_polls: snapshot_number(&snapshot, "gap_after_polls").map_or(1, |n| n as u32),
+    let gap = snapshot_number(&snapshot, r#""second_wait_ms":"#).map(|wait_ms| Gap {
+        after_polls: snapshot_number(&snapshot, r#""gap_after_polls":"#).map_or(1, |n| n as u32),
         wait_ms,
     });
-    let waits = Waits::learned(setup.ty, &setup.config, model.first_wait_ms(), gap)?;
+    let waits = Waits::learned(setup.ty, &setup.config, learned_first_wait, gap)?;
     Ok((solve, waits))
 }
 
-/// The number after `"field":` in a snapshot.
+/// The number after `field` (`"name":`) in a snapshot.
 fn snapshot_number(snapshot: &str, field: &str) -> Option<u64> {
-    let at = snapshot.find(&format!("\"{field}\":"))? + field.len() + 3;
+    let at = snapshot.find(field)? + field.len();
     let digits = snapshot[at..].bytes().take_while(u8::is_ascii_digit).count();
     snapshot[at..at + digits].parse().ok()
 }
