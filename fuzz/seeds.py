@@ -62,6 +62,14 @@ for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/*.json"))):
             kind = {"timeout": 0, "connect": 1, "broken": 2}[t["error"]]
             ops += bytes([3]) + struct.pack("<H", min(t["after_ms"] // 16, 65535)) + bytes([kind])
     write("ops", bytes(ops))
+    # ops with a learned model (flag 16): the recipe's solve times, polls as the table's 13 s
+    # first wait and 5 s interval would need (a seed, not an exact replay).
+    recipe = v.get("solve_times_recipe")
+    if recipe:
+        teach = [ms for _ in range(recipe["rounds"]) for ms in recipe["ready_ms"]][:95]
+        model = bytes([len(teach)]) + b"".join(
+            struct.pack("<H", min(ms // 16, 65535)) + bytes([1 + max(0, ms - 13000 + 4999) // 5000]) for ms in teach)
+        write("ops", bytes([ti, 16]) + model + bytes(ops[2:]))
 
 # edge_request: [path kind, query kind, auth kind, path len, query len, auth len] + path tail,
 # query tail, token, Content-Length (kinds index the prefixes in fuzz/src/lib.rs).

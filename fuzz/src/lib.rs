@@ -17,7 +17,10 @@ pub mod tasks;
 pub mod edge_request_parsing;
 
 use arbitrary::Unstructured;
-use captchaai_engine::{Config, HttpRequest, Misuse, Origin, Output, Solve, Task, TransportError, account, codes};
+use captchaai_engine::{
+    Answer, ApiKey, Config, HttpRequest, Misuse, Origin, Output, Solution, Solve, SolveTimes, Task, TransportError,
+    account, codes,
+};
 
 pub use tasks::TASKS;
 
@@ -313,8 +316,34 @@ fn status(u: &mut Unstructured) -> u16 {
     }
 }
 
+/// A solve-times model of `task_json`'s type taught up to 95 finished solves, each from the
+/// input: its solve time (ms / 16, two bytes) and a byte for its polls (`% 12`; from 240 on, a
+/// solve of two attempts, which the model must ignore). Its text form must stay within 1 KiB and
+/// read back equal.
+fn learned(u: &mut Unstructured, task_json: &str) -> Option<SolveTimes> {
+    let mut model = SolveTimes::new(Task::from_json(task_json).ok()?.task_type().name()).ok()?;
+    for _ in 0..byte(u) % 96 {
+        let (elapsed, polls) = (small(u) * 16, byte(u));
+        model.observe(&Solution {
+            answer: Answer::Text("".into()),
+            user_agent: None,
+            task_id: None,
+            submitted_at: T0,
+            solved_at: T0 + elapsed,
+            elapsed_ms: elapsed,
+            polls: u32::from(polls % 12),
+            attempts: 1 + u32::from(polls >= 240),
+            expires_at: None,
+        });
+    }
+    let text = model.to_string();
+    assert!(text.len() <= 1_024, "a model of {} bytes", text.len());
+    assert_eq!(text.parse::<SolveTimes>().as_ref(), Ok(&model), "the model's text reads back");
+    Some(model)
+}
+
 /// `ops`: a sequence of engine operations decoded with `arbitrary::Unstructured`: a task, a
-/// config, then up to 64 of: poll at a later time, reply to the current request (a chosen body
+/// config (flag 16: and a learned solve-times model, [`learned`]), then up to 64 of: poll at a later time, reply to the current request (a chosen body
 /// and status, after a delay), a transport error, a reply with a wrong, stale or early id,
 /// time going backwards, snapshot/restore. Every output and misuse is checked.
 pub fn ops(data: &[u8]) {
@@ -340,7 +369,15 @@ pub fn ops(data: &[u8]) {
         config.poll_interval_ms = Some(small(&mut u) * 4);
         config.initial_wait_ms = Some(small(&mut u) * 8);
     }
-    let Ok(mut solve) = Solve::from_json(task_json, KEY, &config, T0) else { return };
+    let model = if flags & 16 != 0 { learned(&mut u, task_json) } else { None };
+    let created = match &model {
+        None => Solve::from_json(task_json, KEY, &config, T0).ok(),
+        Some(model) => Task::from_json(task_json)
+            .ok()
+            .zip(ApiKey::new(KEY).ok())
+            .and_then(|(task, key)| Solve::with_solve_times(task, key, &config, model, T0).ok()),
+    };
+    let Some(mut solve) = created else { return };
     let mut checker = Checker::new(true);
     let mut now = T0;
     let mut current: Option<HttpRequest> = None;
