@@ -1,10 +1,10 @@
 //! Deterministic simulation of many engine solves in virtual time.
 //!
 //! Solves arrive at fixed virtual times (solve `i` is created at `EPOCH + i * arrival_gap_ms`),
-//! each against its own seeded fake CaptchaAI ([`upstream`]) with faults. A share of them is
-//! created with a learned solve-times model ([`models`]: a later or earlier first wait, a gap). A discrete-event loop
-//! always jumps to the next wake-up: a solve's next request's `at`, a reply's (or timeout's)
-//! arrival, or the next solve's creation. No IO, no clock, no threads: the same seed gives the
+//! each against its own seeded fake CaptchaAI ([`upstream`]) with faults; a share of them is
+//! created with a learned solve-times model ([`models`]: a later or earlier first wait, a gap).
+//! A discrete-event loop always jumps to the next wake-up: a solve's next request's `at`, a
+//! reply's (or timeout's) arrival, or the next solve's creation. No IO, no clock, no threads: the same seed gives the
 //! same run.
 //!
 //! Every solve is checked:
@@ -113,8 +113,8 @@ pub struct Report {
     /// Restores taken while a request was out.
     pub restores_in_flight: u64,
     pub debug_checked: u64,
-    /// Solves created with a model; of them, with a learned first wait, with a learned gap, and
-    /// whose gap a poll waited out.
+    /// Solves created with a model; of them, those whose model gives a first wait, those with a
+    /// learned gap, and those where a poll waited a gap out.
     pub with_model: u64,
     pub learned_first_waits: u64,
     pub learned_gaps: u64,

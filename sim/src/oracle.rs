@@ -188,8 +188,9 @@ impl Waits {
     /// The waits of a solve created with a model whose first wait is `learned_first_wait_ms`
     /// (`SolveTimes::first_wait_ms`): used where the config sets none, kept one interval before
     /// the deadline, and dropped for the table's if that leaves it outside `initial_wait_ms`'s
-    /// 1-300 s. `gap` is the one the solve was planned with; it must lie within the README's
-    /// bounds (longer than the interval, its poll before the deadline), else the error says how.
+    /// 1-300 s. `gap` is the one the solve was planned with; it must lie within the bounds the
+    /// rule documents (`ADAPTIVE` in `registry.rs`: longer than the interval, its poll before the
+    /// deadline, none from a model too young for a first wait), else the error says how.
     pub fn learned(
         row: &TypeRow,
         config: &Config,
