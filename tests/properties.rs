@@ -104,7 +104,7 @@ fn taught(task: &str, (n, early_ms, late_ms, late_permille): (u64, (u64, u64), (
     let kind = Task::from_json(task).unwrap().task_type();
     let mut model = SolveTimes::new(kind.name()).unwrap();
     for i in 0..n {
-        let (lo, hi) = if i * 1_000 % 997 < late_permille { late_ms } else { early_ms };
+        let (lo, hi) = if i * 617 % 1_000 < late_permille { late_ms } else { early_ms };
         let elapsed = lo + (hi.saturating_sub(lo)) * (i * 37 % 101) / 100;
         let polls = 1 + elapsed.saturating_sub(kind.first_wait_ms()).div_ceil(kind.poll_interval_ms()) as u32;
         model.observe(&Solution {
