@@ -7,9 +7,9 @@
 mod common;
 
 use captchaai_engine::{
-    Answer, ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, Task, TransportError, codes, task_types,
+    ApiKey, Config, Output, RequestKind, Solve, SolveTimes, Task, TransportError, codes, task_types,
 };
-use common::{KEY, PAGE, min_poll_gap};
+use common::{KEY, PAGE, min_poll_gap, solution};
 use proptest::prelude::*;
 
 /// What the upstream does with one request.
@@ -107,17 +107,7 @@ fn taught(task: &str, (n, early_ms, late_ms, late_permille): (u64, (u64, u64), (
         let (lo, hi) = if i * 617 % 1_000 < late_permille { late_ms } else { early_ms };
         let elapsed = lo + (hi.saturating_sub(lo)) * (i * 37 % 101) / 100;
         let polls = 1 + elapsed.saturating_sub(kind.first_wait_ms()).div_ceil(kind.poll_interval_ms()) as u32;
-        model.observe(&Solution {
-            answer: Answer::Text("t".into()),
-            user_agent: None,
-            task_id: Some("1".into()),
-            submitted_at: 0,
-            solved_at: elapsed,
-            elapsed_ms: elapsed,
-            polls,
-            attempts: 1,
-            expires_at: None,
-        });
+        model.observe(&solution(elapsed, polls));
     }
     model
 }

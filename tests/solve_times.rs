@@ -3,12 +3,14 @@
 //! a typed error, and no model ever makes a solve poll sooner than 1 s after the submit, polls
 //! less than 5 s apart, or send anything at or after the deadline.
 
+mod common;
+
 use captchaai_engine::{
-    Answer, ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, SolveTimesError, Task, task_types,
+    ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, SolveTimesError, Task, task_types,
 };
+use common::{KEY, solution};
 use proptest::prelude::*;
 
-const KEY: &str = "0123456789abcdef0123456789abcdef";
 const T0: u64 = 1_700_000_000_000;
 const TURNSTILE: &str = r#"{"type":"turnstile","sitekey":"0x4AAA","pageurl":"https://example.com/login"}"#;
 
@@ -47,21 +49,6 @@ fn drive(
         }
     }
     panic!("no end after 1,000 steps");
-}
-
-/// A solution of one attempt, `elapsed` ms after the submit, found by poll `polls`.
-fn solution(elapsed: u64, polls: u32) -> Solution {
-    Solution {
-        answer: Answer::Text("t".into()),
-        user_agent: None,
-        task_id: Some("1".into()),
-        submitted_at: T0,
-        solved_at: T0 + elapsed,
-        elapsed_ms: elapsed,
-        polls,
-        attempts: 1,
-        expires_at: None,
-    }
 }
 
 /// A model that has driven `n` turnstile solves ready after `ready_ms` each.

@@ -583,7 +583,8 @@ fn create(
     Ok((solve, waits))
 }
 
-/// The number after `field` (`"name":`) in a snapshot.
+/// The number after `field` (`"name":`) in a snapshot. Parsing the snapshot with `serde_json`
+/// instead: 64.1k -> 74.3k instructions per simulated solve (callgrind), for the same run.
 fn snapshot_number(snapshot: &str, field: &str) -> Option<u64> {
     let at = snapshot.find(field)? + field.len();
     let digits = snapshot[at..].bytes().take_while(u8::is_ascii_digit).count();

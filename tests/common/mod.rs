@@ -2,11 +2,27 @@
 //! reads like a transcript.
 #![allow(dead_code)]
 
-use captchaai_engine::{Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve};
+use captchaai_engine::{Answer, Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve};
 
 pub const KEY: &str = "0123456789abcdef0123456789abcdef";
 pub const GOOGLEKEY: &str = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-";
 pub const PAGE: &str = "https://portal.example.com/export";
+
+/// A solution of one attempt, `elapsed` ms after a submit at 0, found by poll `polls` (what a
+/// `SolveTimes` model observes).
+pub fn solution(elapsed: u64, polls: u32) -> Solution {
+    Solution {
+        answer: Answer::Text("t".into()),
+        user_agent: None,
+        task_id: Some("1".into()),
+        submitted_at: 0,
+        solved_at: elapsed,
+        elapsed_ms: elapsed,
+        polls,
+        attempts: 1,
+        expires_at: None,
+    }
+}
 
 /// The least time from a task's previous request to its next poll: the poll interval's floor
 /// (5 s) after a poll, the first wait's floor (1 s) after a submit.
