@@ -165,7 +165,8 @@ fn submit_retries_back_off_exponentially_then_give_up() {
     let mut now = 0;
     let mut waits = Vec::new();
     let mut submit = expect_send(&mut solve, now);
-    loop {
+    for step in 0.. {
+        assert!(step < 100, "no end after 100 submits: {waits:?}");
         json_reply(&mut solve, now, &submit, &code_body("ERROR_SERVER_ERROR"));
         match reaction(&mut solve, now) {
             Reaction::Sends { kind: Submit, after_ms, request } => {
@@ -197,6 +198,7 @@ fn submit_backoff_matches_the_table_and_the_docs() {
         let mut sent = Vec::new();
         let mut now = 0;
         while let captchaai_engine::Output::Send(request) = solve.poll_output(now).unwrap() {
+            assert!(sent.len() < 100, "no end after 100 requests: {sent:?}");
             now = request.at;
             sent.push(now);
             fail(&mut solve, now, request.id);

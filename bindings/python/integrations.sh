@@ -99,10 +99,20 @@ if [ "${INTEGRATIONS_SEQUENTIAL:-0}" = 1 ]; then
 else
   say "running the tests of ${frameworks[*]} at once"
   pids=()
+  start_all=$(date +%s)
   for fw in "${frameworks[@]}"; do run_tests "$fw" & pids+=($!); done
   shown=()
+  # Bounded: a run that dies without a result, or outlasts the deadline, counts as failed.
+  deadline=$(($(date +%s) + ${INTEGRATIONS_TIMEOUT_S:-1800}))
   while [ ${#shown[@]} -lt ${#frameworks[@]} ]; do
-    for fw in "${frameworks[@]}"; do
+    for i in "${!frameworks[@]}"; do
+      fw=${frameworks[$i]}
+      # (the result is written before the run exits: checked after whether it is alive)
+      if { ! kill -0 "${pids[$i]}" 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; } && [ ! -f "$LOGS/$fw.result" ]; then
+        pkill -f "target/venv-$fw/bin/python -m pytest" 2>/dev/null || true
+        echo "no result after $(seconds_since "$start_all")s: the run died or outlasted the deadline" >>"$LOGS/$fw.log"
+        echo "$(seconds_since "$start_all") FAILED" >"$LOGS/$fw.result"
+      fi
       if [ -f "$LOGS/$fw.result" ] && [[ " ${shown[*]} " != *" $fw "* ]]; then show "$fw"; shown+=("$fw"); fi
     done
     sleep 1

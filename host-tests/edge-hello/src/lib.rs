@@ -17,7 +17,7 @@
 //! | `GET /kv-exists/{key}` | `exists(key)` | `{"exists":bool}` |
 //! | `GET /kv-keys` | `get_keys().collect()` (sorted) | `{"keys":[…]}` |
 //! | `GET /fetch?url=U` | outbound `GET U` | `{"status":s,"body":"…"}` or `{"error":"<ErrorCode debug>"}` (502) |
-//! | `GET /sleep?ms=N` | `spin_sdk::time::sleep(N ms)` (capped at 10 s) | `{"slept_ms":…}` |
+//! | `GET /sleep?ms=N` | `spin_sdk::time::sleep(N ms)` (capped at 10 s) | `{"slept_ms":…,"from_ms":…,"to_ms":…}` (wall clock, epoch ms) |
 //! | `POST /echo` | reads the whole body | `{"len":n,"fnv1a":"<hex>"}` |
 //! | `GET /big?n=N` | nothing | `N` bytes of `a` (capped at 16 MiB), `text/plain` |
 //! | `GET /probe?url=U&var=N&ms=M` | variable + KV counter + outbound GET + sleep, in one request | `{"var_len":…,"counter":…,"status":…,"slept_ms":…}` |
@@ -108,8 +108,10 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
         }
         (&Method::GET, "/sleep") => {
             let ms = param("ms").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).min(10_000);
+            let from_ms = epoch_ms();
             let slept = sleep_ms(ms).await;
-            Ok(json(StatusCode::OK, serde_json::json!({ "slept_ms": slept })))
+            let to_ms = epoch_ms();
+            Ok(json(StatusCode::OK, serde_json::json!({ "slept_ms": slept, "from_ms": from_ms, "to_ms": to_ms })))
         }
         (&Method::POST, "/echo") => {
             let body = req.into_body().bytes().await?;
@@ -194,6 +196,12 @@ async fn sleep_ms(ms: u64) -> u64 {
         spin_sdk::time::sleep(Duration::from_millis(ms)).await;
     }
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The wall clock in ms since the epoch (0 if it reads earlier).
+fn epoch_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn json(status: StatusCode, value: serde_json::Value) -> Answer {
