@@ -66,9 +66,10 @@ pub fn transport_failure(kind: RequestKind, error: TransportError) -> Failure {
 }
 
 /// Reads a `threadsinfo` reply; codes become failures classed by the code table. The body is
-/// read as text (invalid UTF-8 becomes U+FFFD), as every host of the component passes it.
+/// read as text (invalid UTF-8 becomes U+FFFD), as every host of the component passes it. Not
+/// given the key, the account parsers quote no run of letters and digits as long as a key.
 pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failure> {
-    let text = String::from_utf8_lossy(body);
+    let text = crate::text::redact_key_shaped(String::from_utf8_lossy(body));
     match reply::parse(status, &text, ACCOUNT_ANSWER_FROM) {
         Reply::Threads { threads, working } => Ok(ThreadsInfo { threads, working_threads: working }),
         other => Err(reply_failure(other, "threadsinfo")),
@@ -77,7 +78,7 @@ pub fn parse_threads_info(status: u16, body: &[u8]) -> Result<ThreadsInfo, Failu
 
 /// Reads a `getbalance` reply (JSON `request` or a bare decimal); the body is read as text.
 pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
-    let text = String::from_utf8_lossy(body);
+    let text = crate::text::redact_key_shaped(String::from_utf8_lossy(body));
     let bare = crate::text::number(&text);
     if let Some(balance) = bare.filter(|b| b.is_finite() && (200..300).contains(&status)) {
         return Ok(balance);

@@ -51,6 +51,32 @@ pub(crate) fn redact<'a>(text: Cow<'a, str>, secret: &str) -> Cow<'a, str> {
     Cow::Owned(text.replace(secret, "<redacted>"))
 }
 
+/// `text` with every run of 32 or more ASCII letters and digits (an API key's shape) replaced by
+/// `<redacted>`: for replies quoted where the key is not at hand (borrowed when none occurs).
+pub(crate) fn redact_key_shaped(text: Cow<'_, str>) -> Cow<'_, str> {
+    const KEY_LEN: usize = 32;
+    let bytes = text.as_bytes();
+    let (mut out, mut kept, mut at) = (None::<String>, 0, 0);
+    while at < bytes.len() {
+        let run = bytes[at..].iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+        if run >= KEY_LEN {
+            // Both ends of a run are ASCII, so both are char boundaries.
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[kept..at]);
+            out.push_str("<redacted>");
+            kept = at + run;
+        }
+        at += run.max(1);
+    }
+    match out {
+        Some(mut out) => {
+            out.push_str(&text[kept..]);
+            Cow::Owned(out)
+        }
+        None => text,
+    }
+}
+
 /// A decimal number written as text (`"0.3"`, `" 12 "`), read with the JSON number grammar.
 pub(crate) fn number(text: &str) -> Option<f64> {
     serde_json::from_str::<f64>(text.trim()).ok().filter(|n| n.is_finite())

@@ -51,6 +51,36 @@ fn balance_replies_parse_as_json_or_bare_decimals() {
     assert_eq!(account::parse_balance(200, b"ERROR_WRONG_USER_KEY").unwrap_err().code, "ERROR_WRONG_USER_KEY");
 }
 
+/// An account reply the engine cannot read is quoted in the failure (a proxy's error page, say),
+/// but one that echoes the request never puts the key there: these parsers are not given the key,
+/// so every run of 32 or more letters and digits (a key's shape) is left out of the quote.
+#[test]
+fn an_account_reply_echoing_the_request_never_puts_the_key_in_the_failure() {
+    let echoes = [
+        format!("key={KEY}&action=threadsinfo&json=1"),
+        format!("<html><title>bad request key={KEY}</title></html>"),
+        format!("{}{KEY}", "x".repeat(45)), // the key across the quote's 60-character cut
+        format!("é{KEY}ü"),
+        format!("{{\"status\":0,\"request\":\"{KEY}\"}}"),
+    ];
+    for body in &echoes {
+        for failure in [
+            account::parse_threads_info(502, body.as_bytes()).unwrap_err(),
+            account::parse_balance(502, body.as_bytes()).unwrap_err(),
+            account::parse_threads_info(200, body.as_bytes()).unwrap_err(),
+            account::parse_balance(200, body.as_bytes()).unwrap_err(),
+        ] {
+            for part in KEY.as_bytes().windows(8) {
+                let part = std::str::from_utf8(part).unwrap();
+                assert!(!failure.message.contains(part), "{body}: {}", failure.message);
+            }
+        }
+    }
+    // What is not key-shaped is still quoted.
+    let page = account::parse_threads_info(502, b"<html><title>Bad Gateway</title></html>").unwrap_err();
+    assert!(page.message.contains("Bad Gateway"), "{}", page.message);
+}
+
 #[test]
 fn the_thread_gate_admits_up_to_the_plan_minus_the_reserve() {
     let mut gate = ThreadGate::new(5, 1).unwrap();
