@@ -358,6 +358,11 @@ impl EngineInstance {
         self.api.captchaai_engine_account().thread_gate().call_enter(&mut self.store, gate)
     }
 
+    /// `thread-gate.capacity`.
+    pub fn gate_capacity(&mut self, gate: ResourceAny) -> wasmtime::Result<u64> {
+        self.api.captchaai_engine_account().thread_gate().call_capacity(&mut self.store, gate)
+    }
+
     /// `thread-gate.leave`: tickets admitted as a result (`None`: unknown ticket).
     pub fn gate_leave(&mut self, gate: ResourceAny, ticket: u64) -> wasmtime::Result<Option<Vec<u64>>> {
         self.api.captchaai_engine_account().thread_gate().call_leave(&mut self.store, gate, ticket)

@@ -59,6 +59,13 @@ impl Gate {
         }
     }
 
+    /// How many solves the engine admits at once (the plan's threads less the reserve).
+    pub fn capacity(&self) -> Result<u64> {
+        let mut inner = self.lock();
+        let gate = inner.gate;
+        Ok(inner.instance.gate_capacity(gate)?)
+    }
+
     /// Ends an admitted solve (or withdraws a waiting one) and wakes the solves it admits.
     pub fn leave(&self, ticket: u64) -> Result<()> {
         let mut inner = self.lock();

@@ -96,6 +96,7 @@ async fn a_batch_learns_a_first_wait_and_a_later_batch_starts_from_the_saved_mod
     assert!(first.status.success(), "{}", stderr(&first));
     let stdout = String::from_utf8_lossy(&first.stdout);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok\t")).count(), 30, "{stdout}");
+    assert!(stderr(&first).contains("30 tasks, plan of 6 threads, 5 at once"), "{}", stderr(&first));
     let (wait, observations) = learned(&first);
     assert_eq!(observations, 30, "{}", stderr(&first));
     let wait = wait.expect("a learned first wait after 30 solves");

@@ -106,8 +106,7 @@ pub async fn threads(args: ThreadsArgs) -> Result<()> {
     let runner = args.engine.runner()?;
     match runner.threads_info(&key, &args.engine.config(None)).await? {
         Ok(info) => {
-            let free = info.threads.saturating_sub(info.working_threads);
-            println!("plan threads: {}, busy: {}, free: {free}", info.threads, info.working_threads);
+            println!("plan threads: {}, busy: {}, free: {}", info.threads, info.working_threads, info.free);
             Ok(())
         }
         Err(failure) => bail!("{}", describe(&failure)),
@@ -261,7 +260,7 @@ async fn run_batch(
         Ok(gate) => Arc::new(gate),
         Err(failure) => bail!("{}", describe(&failure)),
     };
-    eprintln!("{} tasks, plan of {plan} threads, {} at once", tasks.len(), plan.saturating_sub(reserve));
+    eprintln!("{} tasks, plan of {plan} threads, {} at once", tasks.len(), gate.capacity()?);
     let progress = ProgressBar::new(tasks.len() as u64);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} solves {elapsed} {msg}")

@@ -97,6 +97,12 @@ class PendingSolve:
             return self._outcome.task_id
         return self._core.call(self, lambda engine, handle: engine.task_id(handle))
 
+    @property
+    def deadline(self) -> Optional[int]:
+        """When the engine gives up on the solve (epoch ms on the solver's clock), None without a
+        deadline; the solve ends by then plus one request timeout."""
+        return self._core.call(self, lambda engine, handle: engine.deadline(handle))
+
     def snapshot(self) -> str:
         """The whole in-flight state as versioned JSON, without the API key (it does hold the task,
         including any proxy credentials). Resume it with ``Solver.resume``."""

@@ -169,19 +169,8 @@ class Solution:
     def to_dict(self) -> Dict[str, Any]:
         """The engine's client JSON form: ``{"answer", "user_agent", "task_id", "submitted_at",
         "solved_at", "elapsed_ms", "polls", "attempts", "expires_at"}`` with ``answer`` the text or
-        the structured value, plus ``"type"``."""
-        return {
-            "answer": self.answer_json if self.is_structured else self.answer,
-            "user_agent": self.user_agent,
-            "task_id": self.task_id,
-            "submitted_at": self.submitted_at,
-            "solved_at": self.solved_at,
-            "elapsed_ms": self.elapsed_ms,
-            "polls": self.polls,
-            "attempts": self.attempts,
-            "expires_at": self.expires_at,
-            "type": self.type,
-        }
+        the structured value (the engine's ``solution-json``), plus ``"type"``."""
+        return {**json.loads(call_shared("solution-json", self._to_wit())), "type": self.type}
 
     @classmethod
     def _from_wit(cls, s: Dict[str, Any], task_type: Optional[str]) -> "Solution":

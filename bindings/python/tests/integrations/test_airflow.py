@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from datetime import timedelta
 
 import pytest
 
@@ -27,7 +28,12 @@ from airflow.utils.state import TaskInstanceState  # noqa: E402
 
 from captchaai_engine import Config, Solver  # noqa: E402
 from captchaai_engine.integrations._common import clock_for  # noqa: E402
-from captchaai_engine.integrations.airflow import CaptchaAISolveOperator, CaptchaAITrigger, plan_threads  # noqa: E402
+from captchaai_engine.integrations.airflow import (  # noqa: E402
+    DEFER_MARGIN,
+    CaptchaAISolveOperator,
+    CaptchaAITrigger,
+    plan_threads,
+)
 from emulated import KEY, THREADS, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
 
 
@@ -212,6 +218,18 @@ def test_plan_threads_reads_a_connection_stored_in_the_database(captchaai_emulat
     assert plan_threads("captchaai_in_db") == THREADS
 
 
+async def test_an_explicit_defer_timeout_is_airflows_backstop(captchaai_emulator, connection):
+    import asyncio
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    operator = CaptchaAISolveOperator(task_id="t", task=recaptcha_task(), deferrable=True,
+                                      defer_timeout=timedelta(minutes=7))
+    with pytest.raises(TaskDeferred) as deferred:
+        await asyncio.to_thread(operator.execute, {})
+    assert deferred.value.timeout == timedelta(minutes=7)
+
+
 async def test_a_restarted_trigger_resumes_the_same_captchaai_task(captchaai_emulator, connection):
     """execute() submits and defers; the trigger it defers to, run twice from its serialized
     kwargs (a triggerer restart), polls the one submitted task and never submits again."""
@@ -224,6 +242,10 @@ async def test_a_restarted_trigger_resumes_the_same_captchaai_task(captchaai_emu
     with pytest.raises(TaskDeferred) as deferred:
         await asyncio.to_thread(operator.execute, {})
     assert captchaai_emulator.paths() == ["/in.php"], "execute() submits, then defers before any poll"
+    # Airflow's backstop: the real time left until the engine's deadline (reCAPTCHA v2: 120 s,
+    # on the emulator's scaled clock), plus the margin; never shorter than the engine may take.
+    deadline = timedelta(seconds=clock_for(captchaai_emulator.time_scale).seconds(120_000))
+    assert DEFER_MARGIN < deferred.value.timeout <= DEFER_MARGIN + deadline, deferred.value.timeout
     classpath, kwargs = deferred.value.trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     first = await first_event(getattr(importlib.import_module(module), name)(**kwargs))

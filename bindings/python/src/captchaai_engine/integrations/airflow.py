@@ -139,6 +139,11 @@ class _Submitted(Exception):
 
 TaskSpec = Union[Task, Mapping[str, Any]]
 
+#: How long past the engine's deadline Airflow's deferral backstop waits by default: the trigger
+#: ends the solve by the deadline plus one request timeout (at most 2 minutes), and the triggerer
+#: may be slow to run it.
+DEFER_MARGIN = timedelta(minutes=5)
+
 
 class CaptchaAISolveOperator(BaseOperator):
     """Solves ``task`` (a task dict such as ``{"type": "recaptcha_v2", "sitekey": ...,
@@ -149,13 +154,14 @@ class CaptchaAISolveOperator(BaseOperator):
     triggerer; otherwise the whole solve runs in the worker. ``max_token_age`` (seconds, None:
     only the engine's token lifetime) is how old the token may be when the task resumes; an older
     one raises ``AirflowException`` so a retry solves again. ``defer_timeout`` is Airflow's
-    backstop above the engine's own deadline (None: no backstop)."""
+    backstop above the engine's own deadline (None: that deadline plus ``DEFER_MARGIN``, so the
+    backstop never cuts a solve the engine is still allowed to finish)."""
 
     template_fields = ("task",)
 
     def __init__(self, *, task: TaskSpec, conn_id: str = DEFAULT_CONN_ID,
                  max_token_age: Optional[float] = None,
-                 defer_timeout: Optional[timedelta] = timedelta(minutes=10),
+                 defer_timeout: Optional[timedelta] = None,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -176,9 +182,19 @@ class CaptchaAISolveOperator(BaseOperator):
             except _Submitted as submitted:
                 self.log.info("CaptchaAI task %s submitted; deferring", pending.task_id)
                 self.defer(trigger=CaptchaAITrigger(submitted.snapshot, self.conn_id),
-                           method_name="execute_complete", timeout=self.defer_timeout)
+                           method_name="execute_complete", timeout=self._backstop(pending, clock))
         # Answered without a checkpoint after the submit (an image solved in one request).
         return self._complete(context, solution, clock)
+
+    def _backstop(self, pending: PendingSolve, clock: Clock) -> Optional[timedelta]:
+        """``defer_timeout``, else the real time left until the engine's deadline plus
+        ``DEFER_MARGIN`` (None for a solve without a deadline)."""
+        if self.defer_timeout is not None:
+            return self.defer_timeout
+        deadline = pending.deadline
+        if deadline is None:
+            return None
+        return timedelta(seconds=clock.seconds(max(0, deadline - clock.now_ms()))) + DEFER_MARGIN
 
     @staticmethod
     def _stop_once_submitted(pending: PendingSolve, snapshot: str) -> None:
