@@ -139,6 +139,10 @@ impl wit_engine::GuestSolve for SolveResource {
     fn deadline(&self) -> Option<u64> {
         self.0.borrow().deadline()
     }
+
+    fn task_type(&self) -> String {
+        self.0.borrow().task().task_type().name().to_owned()
+    }
 }
 
 impl wit_engine::GuestSolveTimes for SolveTimesResource {

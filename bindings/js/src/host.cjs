@@ -55,10 +55,10 @@ class EngineHost {
   }
 
   /** Restores a whole snapshot; returns its slot or throws a SnapshotError. */
-  restore(snapshot, key, type) {
+  restore(snapshot, key) {
     const restored = this.#call(() => engineResult(() => this.#root.engine.Solve.restore(snapshot, key)));
     if (restored.err) throw errorFromRestore(restored.err);
-    return this.#adopt(restored.ok, key, type);
+    return this.#adopt(restored.ok, key, this.#call(() => restored.ok.taskType()));
   }
 
   /** Adds saved models (`{type: text}`); throws SolveTimesError for one that is refused. */

@@ -8,11 +8,10 @@ const { ThreadBudget } = require('./gate.cjs');
 const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
 
-/** The captcha type in task JSON (or in a snapshot's `task` with `field`), or null. */
-function typeOf(json, field) {
+/** The captcha type in task JSON, or null. */
+function typeOf(json) {
   try {
-    const value = JSON.parse(json);
-    const type = field ? value?.[field]?.type : value?.type;
+    const type = JSON.parse(json)?.type;
     return typeof type === 'string' ? type : null;
   } catch {
     return null;
@@ -125,7 +124,7 @@ class Solver {
   /** Continues a solve from a snapshot (taken by `pending.snapshot()` or `onCheckpoint`). */
   resume(snapshot) {
     if (typeof snapshot !== 'string') throw new TypeError('a snapshot is the string snapshot() returned');
-    return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key, typeOf(snapshot, 'task')));
+    return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key));
   }
 
   /**

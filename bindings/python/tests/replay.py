@@ -118,6 +118,8 @@ def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any
             except SnapshotError as e:
                 events.append(event(now, "error", f"restore failed: {e}"))
                 return events
+            if restored.task_type != solve.task_type:
+                events.append(event(now, "error", f"restored as {restored.task_type}, not {solve.task_type}"))
             engine.drop(solve)
             solve = restored
             events.append(event(now, "restored", True))

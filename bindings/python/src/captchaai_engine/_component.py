@@ -41,6 +41,7 @@ FUNCTIONS = {
         "[method]solve.snapshot-state",
         "[method]solve.task-id",
         "[method]solve.deadline",
+        "[method]solve.task-type",
         "[static]solve.create-with-times",
         "[static]solve-times.create",
         "[static]solve-times.from-text",

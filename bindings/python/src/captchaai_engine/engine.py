@@ -7,13 +7,12 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from . import _component
 from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
-from .tasks import Task, task_json, task_type
+from .tasks import Task, task_json
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
 
 
@@ -48,7 +47,7 @@ class SolveHandle:
 
     __slots__ = ("_resource", "task_type", "_engine")
 
-    def __init__(self, engine: "Engine", resource: Any, task_type: Optional[str]) -> None:
+    def __init__(self, engine: "Engine", resource: Any, task_type: str) -> None:
         self._engine = engine
         self._resource = resource
         self.task_type = task_type
@@ -86,16 +85,6 @@ def _reply(reply: Reply) -> Any:
     if isinstance(reply, Response):
         return ("ok", {"status": reply.status, "body": reply.body})
     return ("err", TransportErrorKind(reply).value)
-
-
-def _snapshot_type(snapshot: str) -> Optional[str]:
-    """The captcha type recorded in a snapshot, for :attr:`Solution.type` (None if absent)."""
-    try:
-        task = json.loads(snapshot).get("task")
-        kind = task.get("type") if isinstance(task, dict) else None
-        return kind if isinstance(kind, str) else None
-    except (ValueError, AttributeError):
-        return None
 
 
 class SolveTimes:
@@ -159,27 +148,27 @@ class Engine:
         tag, value = result
         if tag == "err":
             return _failure(value)
-        return SolveHandle(self, value, task_type(task))
+        return SolveHandle(self, value, self._call("[method]solve.task-type", value))
 
     def restore(self, snapshot: str, key: str) -> SolveHandle:
         """Continues a solve from a snapshot with the key supplied again."""
         if not isinstance(snapshot, str):
             raise TypeError(f"a snapshot is a str, not {type(snapshot).__name__}")
-        return self._restored(self._call("[static]solve.restore", snapshot, _key(key)), _snapshot_type(snapshot))
+        return self._restored(self._call("[static]solve.restore", snapshot, _key(key)))
 
     def restore_parts(self, base: str, state: str, key: str) -> SolveHandle:
         """Continues a solve from ``snapshot_base`` and a later ``snapshot_state``."""
         if not isinstance(base, str) or not isinstance(state, str):
             raise TypeError("snapshot parts are str")
         result = self._call("[static]solve.restore-parts", base, state, _key(key))
-        return self._restored(result, _snapshot_type(base))
+        return self._restored(result)
 
-    def _restored(self, result: Any, kind: Optional[str]) -> SolveHandle:
+    def _restored(self, result: Any) -> SolveHandle:
         tag, value = result
         if tag == "err":
             error, detail = value
             raise SnapshotError(error.replace("-", "_"), None if detail is None else str(detail))
-        return SolveHandle(self, value, kind)
+        return SolveHandle(self, value, self._call("[method]solve.task-type", value))
 
     def poll_output(self, handle: SolveHandle, now: int) -> Output:
         """What to do at ``now``: the next request, or the terminal outcome (sticky)."""
