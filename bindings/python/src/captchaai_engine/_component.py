@@ -58,6 +58,8 @@ FUNCTIONS = {
         "parse-threads-info",
         "balance-request",
         "parse-balance",
+        "[static]thread-gate.create",
+        "[method]thread-gate.capacity",
     ),
 }
 

@@ -307,6 +307,17 @@ class Engine:
         tag, value = self._call("parse-balance", _reply(reply))
         return _failure(value) if tag == "err" else float(value)
 
+    def thread_capacity(self, plan_threads: int, reserve: int) -> Union[int, Failure]:
+        """How many solves the engine's thread gate admits at once for a plan of
+        ``plan_threads`` less ``reserve`` threads; a failure when the reserve leaves none."""
+        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
+        if tag == "err":
+            return _failure(value)
+        try:
+            return self._call("[method]thread-gate.capacity", value)
+        finally:
+            self._instance.drop(value)
+
     def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())
         return _failure(value) if tag == "err" else _request(value)

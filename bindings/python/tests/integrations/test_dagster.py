@@ -154,6 +154,8 @@ def test_sizing_the_pool_needs_an_instance(captchaai_emulator, monkeypatch):
     with pytest.raises(ConfigurationError, match="DAGSTER_HOME"):
         size_pool_to_plan(resource(captchaai_emulator))
     assert plan_pool_limit(resource(captchaai_emulator), spare=0) == THREADS
+    with pytest.raises(ConfigurationError, match="leaves no thread"):  # the engine's gate decides
+        plan_pool_limit(resource(captchaai_emulator), spare=THREADS)
     with pytest.raises(ValueError):
         plan_pool_limit(resource(captchaai_emulator), solves_per_step=0)
 

@@ -126,6 +126,9 @@ def test_the_limit_is_sized_to_the_plan(captchaai_emulator, secret):
     assert size == THREADS - 1
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name(LIMIT).limit == THREADS - 1
+    with pytest.raises(ConfigurationError, match="leaves no thread"):  # the engine's gate decides
+        size_limit_to_plan(config=Config(base_url=captchaai_emulator.base_url),
+                           time_scale=captchaai_emulator.time_scale, spare=THREADS)
 
 
 def test_a_missing_limit_is_a_configuration_error_when_not_created(captchaai_emulator, secret):

@@ -8,6 +8,7 @@ import dataclasses
 import threading
 from typing import Any, Dict, Mapping
 
+from ..engine import Engine
 from ..errors import CaptchaAIError, Failure, FailureClass, FailureOrigin
 from ..solver import Clock
 from ..types import Solution
@@ -16,6 +17,16 @@ class ConfigurationError(Exception):
     """The integration is set up wrong (a missing secret or concurrency limit, a malformed
     setting): fix the setup; retrying unchanged cannot help, so the integrations never retry it.
     Its message names what is missing and how to provide it, never a key."""
+
+
+def plan_capacity(threads: int, spare: int) -> int:
+    """Solves a plan of ``threads`` threads runs at once with ``spare`` kept free: the engine's
+    thread gate decides (``threads - spare``); :class:`ConfigurationError` when ``spare`` leaves
+    no thread."""
+    capacity = Engine().thread_capacity(threads, spare)
+    if isinstance(capacity, Failure):
+        raise ConfigurationError(f"{capacity.message}: lower spare")
+    return capacity
 
 
 _clocks: Dict[float, Clock] = {}

@@ -37,7 +37,7 @@ from ..errors import CaptchaAIError, PermanentError
 from ..solver import Solver
 from ..tasks import TaskLike
 from ..types import Config, Solution, ThreadsInfo
-from ._common import ConfigurationError, clock_for
+from ._common import ConfigurationError, clock_for, plan_capacity
 
 __all__ = ["POOL", "CaptchaAIResource", "ConfigurationError", "SolveStats", "plan_pool_limit", "size_pool_to_plan",
            "unsolvable_ratio_check"]
@@ -135,11 +135,11 @@ def plan_pool_limit(captchaai: CaptchaAIResource, *, solves_per_step: int = 1, s
     """``(threads - spare) // solves_per_step`` (at least 1), with ``threads`` the plan's thread
     count (one ``threadsinfo`` request): how many steps of ``solves_per_step`` solves each may
     run at once. Keep ``spare`` threads for manual runs and timed-out tasks still held on
-    CaptchaAI's side."""
+    CaptchaAI's side; a ``spare`` that leaves no thread raises :class:`ConfigurationError`."""
     if solves_per_step < 1 or spare < 0:
         raise ValueError("solves_per_step must be at least 1 and spare at least 0")
     threads = captchaai.threads_info().threads
-    return max(1, (threads - spare) // solves_per_step)
+    return max(1, plan_capacity(threads, spare) // solves_per_step)
 
 
 def size_pool_to_plan(captchaai: CaptchaAIResource, *, pool: str = POOL, solves_per_step: int = 1, spare: int = 1,

@@ -36,7 +36,7 @@ from ..errors import PermanentError
 from ..solver import Solver
 from ..tasks import TaskLike
 from ..types import Config, Solution
-from ._common import ConfigurationError, clock_for
+from ._common import ConfigurationError, clock_for, plan_capacity
 
 __all__ = ["LIMIT", "SECRET_BLOCK", "ConfigurationError", "captchaai_task", "ensure_limit",
            "retry_unless_permanent", "size_limit_to_plan", "solve"]
@@ -112,9 +112,10 @@ def _server_limit(limit: str) -> Tuple[str, str]:
 def ensure_limit(solver: Solver, *, limit: str = LIMIT, spare: int = 1, create: bool = True) -> None:
     """Makes sure the global concurrency limit ``limit`` exists (checked once per process and
     server, and again if it disappears): if
-    it does not, creates it with the plan's threads less ``spare`` (at least 1; one
-    ``threadsinfo`` request through ``solver``), or, with ``create=False``, raises
-    :class:`ConfigurationError`. A limit that exists is left as it is."""
+    it does not, creates it with the plan's threads less ``spare`` (one ``threadsinfo`` request
+    through ``solver``; a ``spare`` that leaves no thread raises :class:`ConfigurationError`),
+    or, with ``create=False``, raises :class:`ConfigurationError`. A limit that exists is left as
+    it is."""
     if spare < 0:
         raise ValueError("spare must be at least 0")
     with _known_lock:
@@ -132,7 +133,7 @@ def ensure_limit(solver: Solver, *, limit: str = LIMIT, spare: int = 1, create: 
                 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 
                 threads = solver.threads_info().threads
-                size = max(1, threads - spare)
+                size = plan_capacity(threads, spare)
                 try:
                     client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=limit, limit=size))
                     _say(f"captchaai: created the global concurrency limit {limit!r} with {size} slots "
@@ -169,11 +170,12 @@ def size_limit_to_plan(*, api_key: Optional[str] = None, secret_block: str = SEC
                        config: Optional[Config] = None, limit: str = LIMIT, spare: int = 1,
                        time_scale: float = 1.0) -> int:
     """Creates or updates the global concurrency limit ``limit`` to the plan's thread count less
-    ``spare`` (at least 1) and returns it (one ``threadsinfo`` request)."""
+    ``spare`` and returns it (one ``threadsinfo`` request; a ``spare`` that leaves no thread
+    raises :class:`ConfigurationError`)."""
     if spare < 0:
         raise ValueError("spare must be at least 0")
     with _solver(api_key, secret_block, config, time_scale) as solver:
-        size = max(1, solver.threads_info().threads - spare)
+        size = plan_capacity(solver.threads_info().threads, spare)
     with get_client(sync_client=True) as client:
         client.upsert_global_concurrency_limit_by_name(limit, size)
     with _known_lock:
