@@ -140,6 +140,10 @@ impl wit_engine::GuestSolve for SolveResource {
         self.0.borrow().deadline()
     }
 
+    fn ends_by(&self) -> Option<u64> {
+        self.0.borrow().ends_by()
+    }
+
     fn task_type(&self) -> String {
         self.0.borrow().task().task_type().name().to_owned()
     }

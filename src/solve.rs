@@ -244,6 +244,13 @@ impl Solve {
         self.state.started_at.map(|start| start.saturating_add(self.timings.deadline_ms))
     }
 
+    /// The latest time the solve can still wait on CaptchaAI (epoch ms): its deadline plus one
+    /// request timeout. Nothing is sent at or after the deadline, and the last request sent is
+    /// answered or timed out by then, so a task it submitted is no longer polled afterwards.
+    pub fn ends_by(&self) -> Option<u64> {
+        self.deadline().map(|deadline| deadline.saturating_add(self.config.request_timeout_ms))
+    }
+
     /// Whether the solve has reached a terminal output.
     pub fn is_finished(&self) -> bool {
         matches!(self.state.phase, Phase::Solved(_) | Phase::Failed(_))

@@ -193,6 +193,7 @@ fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
     let mut solve = start_with(&turnstile_task(), &config);
     let submit = expect_send(&mut solve, 0);
     assert_eq!(solve.deadline(), Some(30_000));
+    assert_eq!(solve.ends_by(), Some(30_000 + 30_000), "the deadline plus the default request timeout");
     json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"1"}"#);
     let mut now = 100;
     let end = loop {
@@ -208,7 +209,7 @@ fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
             Output::Solved(s) => panic!("{s:?}"),
         }
     };
-    assert!(end.0 <= 30_000 + 30_000, "terminal by deadline + one request timeout (at {})", end.0);
+    assert!(end.0 <= solve.ends_by().unwrap(), "terminal by deadline + one request timeout (at {})", end.0);
     assert_eq!((end.1.code.as_str(), end.1.class), ("DEADLINE_EXCEEDED", Class::Transient));
     assert_eq!(end.1.task_id.as_deref(), Some("1"));
 }

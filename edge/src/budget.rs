@@ -2,9 +2,9 @@
 //! thread at once, across every instance sharing the store.
 //!
 //! Each admitted solve holds one slot `threads/slot/{n}`, `n < plan`, taken and given back by
-//! compare-and-swap; a slot carries its expiry (the solve's deadline plus one request timeout,
-//! the latest its CaptchaAI task can hold a thread; before the first submit's result, the
-//! driver's lease), so a slot whose holder vanished frees itself. A slot key is created once, by
+//! compare-and-swap; a slot carries its expiry (the engine's `ends_by`, the latest the solve
+//! waits on its CaptchaAI task; before the first submit's result, the driver's lease), so a
+//! slot whose holder vanished frees itself. A slot key is created once, by
 //! whoever wins its `threads/slot/{n}/init` ticket (an `increment`), so no compare-and-swap ever
 //! meets an absent key (docs/state.md).
 

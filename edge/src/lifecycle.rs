@@ -15,8 +15,8 @@
 //! record is kept.
 //!
 //! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and
-//! the solve's thread slot is extended to the latest its task can hold a CaptchaAI thread (the
-//! deadline plus one request timeout). The checkpoint of the submit's result clears the note.
+//! the solve's thread slot is extended to the latest the solve waits on its CaptchaAI task (the
+//! engine's `ends_by`: the deadline plus one request timeout). The checkpoint of the submit's result clears the note.
 //! A driver that finds the note set (its driver stopped, e.g. killed, after sending and before
 //! saving the reply) cannot know whether CaptchaAI took the task. It submits again (the engine
 //! restored from the last checkpoint sends the submit once more: at-least-once), counts it
@@ -451,14 +451,14 @@ struct Checkpoints<'a> {
 }
 
 impl Checkpoints<'_> {
-    /// Swaps in `next`, first extending the record and its thread slot to the latest the task
-    /// can hold a CaptchaAI thread (its deadline plus one request timeout, and a grace to
-    /// collect the outcome). The sweep queue's entry re-reads the record's `exp`, so a later
-    /// expiry needs no entry.
+    /// Swaps in `next`, first extending the record and its thread slot to the latest the solve
+    /// can wait on CaptchaAI (the engine's `ends_by`: its deadline plus one request timeout),
+    /// and a grace to collect the outcome. The sweep queue's entry re-reads the record's `exp`,
+    /// so a later expiry needs no entry.
     fn save(&mut self, solve: &Solve, mut next: record::SolveRecord) -> anyhow::Result<bool> {
         let Held { id, loaded } = &mut *self.held;
-        if let Some(deadline) = solve.deadline() {
-            let slot_exp = deadline + self.settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS;
+        if let Some(ends_by) = solve.ends_by() {
+            let slot_exp = ends_by + drive::LEASE_MARGIN_MS;
             next.exp = next.exp.max(slot_exp + self.settings.abandon_after_ms);
             if let Some(n) = next.slot
                 && next.slot_exp < slot_exp

@@ -420,8 +420,13 @@ impl<'a> Sim<'a> {
             trace,
         });
         let s = self.slots[slot as usize].as_mut().expect("slot");
-        if s.solve.deadline() != Some(deadline) {
-            let what = format!("engine deadline {:?} != table deadline {deadline}", s.solve.deadline());
+        if s.solve.deadline() != Some(deadline) || s.solve.ends_by() != Some(deadline + s.timeout) {
+            let what = format!(
+                "engine deadline {:?}, ends by {:?} != table deadline {deadline} + timeout {}",
+                s.solve.deadline(),
+                s.solve.ends_by(),
+                s.timeout
+            );
             return self.violation(slot, what);
         }
         let output = s.solve.poll_output(setup.start);
