@@ -61,10 +61,12 @@ function errorFromSolveTimes(error) {
 
 /** The engine reported that this host broke the driving contract (a bug in this package). */
 class EngineMisuseError extends Error {
-  constructor(kind, detail) {
-    super(`the engine reported host misuse: ${kind} (${detail}); this is a bug in captchaai-engine`);
+  constructor(kind, value) {
+    super(`the engine reported host misuse: ${kind} (${value}); this is a bug in captchaai-engine`);
     this.name = 'EngineMisuseError';
     this.kind = kind;
+    /** The misuse's payload: a time (epoch ms) or a request id. */
+    this.value = value;
   }
 }
 
@@ -128,7 +130,7 @@ function misuseKind(misuse) {
 
 /** The error for a WIT `misuse` variant. */
 function errorFromMisuse(misuse) {
-  return new EngineMisuseError(misuseKind(misuse), String(misuse.val));
+  return new EngineMisuseError(misuseKind(misuse), Number(misuse.val));
 }
 
 module.exports = {

@@ -105,6 +105,8 @@ export declare class SolveTimesError extends Error {
 /** The engine reported that this package broke the driving contract (a bug here). */
 export declare class EngineMisuseError extends Error {
   readonly kind: 'time_went_backwards' | 'unknown_request' | 'stale_response' | 'not_due';
+  /** The misuse's payload: a time (epoch ms) or a request id. */
+  readonly value: number;
 }
 
 /** A solve created in the engine and not finished yet. */
@@ -146,13 +148,19 @@ export declare class Solver {
    * @throws PermanentError for a malformed key; TypeError for values of the wrong type
    */
   constructor(apiKey: string, config?: Config, options?: SolverOptions);
-  /** Solves a task to the end. @throws CaptchaAIError (a subclass per failure class) */
+  /**
+   * Solves a task to the end, creating its solve once the thread budget admits it (the deadline
+   * does not run while it waits). @throws CaptchaAIError (a subclass per failure class)
+   */
   solve(task: Task | string, options?: RunOptions): Promise<Solution>;
   /** Validates the task in the engine and creates its solve; nothing is sent. @throws PermanentError */
   start(task: Task | string): PendingSolve;
   /** Continues a solve from a snapshot. @throws SnapshotError */
   resume(snapshot: string): PendingSolve;
-  /** Drives a pending solve to its end under the thread budget; closes it when done. */
+  /**
+   * Drives a pending solve to its end under the thread budget; closes it when done. Its deadline
+   * has run since `start()`. @throws TypeError for bad options, before anything is sent
+   */
   run(pending: PendingSolve, options?: RunOptions): Promise<Solution>;
   /** The plan's threads. */
   threadsInfo(options?: { signal?: AbortSignal }): Promise<ThreadsInfo>;

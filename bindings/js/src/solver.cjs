@@ -3,10 +3,21 @@
 // what a reply means and when to stop all come from the engine.
 const { Solution, toTaskJson, toWitConfig } = require('./convert.cjs');
 const { engineResult } = require('./engine.cjs');
-const { errorFromFailure } = require('./errors.cjs');
+const { EngineMisuseError, errorFromFailure } = require('./errors.cjs');
 const { ThreadBudget } = require('./gate.cjs');
 const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
+
+/** `run`'s options, checked before anything is sent (a bad one must not orphan a paid task). */
+function runOptions(options) {
+  if (options === null || typeof options !== 'object') throw new TypeError('run options must be an object');
+  const { onCheckpoint, signal } = options;
+  if (onCheckpoint !== undefined && typeof onCheckpoint !== 'function') {
+    throw new TypeError('options.onCheckpoint must be a function');
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('options.signal must be an AbortSignal');
+  return { onCheckpoint, signal };
+}
 
 /** The captcha type in task JSON, or null. */
 function typeOf(json) {
@@ -108,9 +119,20 @@ class Solver {
     }
   }
 
-  /** Solves `task` (`{type, ...fields}`) to the end: the Solution, or a CaptchaAIError subclass. */
+  /**
+   * Solves `task` (`{type, ...fields}`) to the end: the Solution, or a CaptchaAIError subclass.
+   * The solve is created once the thread budget admits it, so its deadline does not run while it
+   * waits for a thread (a task the engine refuses fails at once, before any wait).
+   */
   async solve(task, options = {}) {
-    return this.run(this.start(task), options);
+    const checked = runOptions(options);
+    this.start(task).close();
+    const ticket = this.#budget ? await this.#budget.enter(checked.signal) : null;
+    try {
+      return await this.#drive(this.start(task), checked, null);
+    } finally {
+      if (ticket !== null) this.#budget.leave(ticket);
+    }
   }
 
   /** Validates `task` in the engine and creates its solve; nothing is sent until `run`. */
@@ -132,7 +154,15 @@ class Solver {
    * each result that leaves the solve in flight; resuming its latest snapshot continues the solve.
    * `signal` aborts the run (the solve is closed; resume from the last checkpoint).
    */
-  async run(pending, { onCheckpoint, signal } = {}) {
+  async run(pending, options = {}) {
+    return this.#drive(pending, runOptions(options), this.#budget);
+  }
+
+  /**
+   * Drives `pending` to its end, first taking a thread of `budget` (null: the caller holds one);
+   * closes it when done, also when stopped while it waits for the thread.
+   */
+  async #drive(pending, { onCheckpoint, signal }, budget) {
     const slot = PendingSolve.slotOf(pending, this.#host);
     if (this.#running.has(slot)) throw new Error('this solve is already being run');
     this.#running.add(slot);
@@ -140,8 +170,16 @@ class Solver {
     const clock = this.#clock;
     let ticket = null;
     try {
-      if (this.#budget) ticket = await this.#budget.enter(signal);
-      let output = host.pollOutput(slot, BigInt(clock.nowMs()));
+      if (budget) ticket = await budget.enter(signal);
+      let output;
+      try {
+        output = host.pollOutput(slot, BigInt(clock.nowMs()));
+      } catch (error) {
+        if (!(error instanceof EngineMisuseError) || error.kind !== 'time_went_backwards') throw error;
+        // A resumed solve was given a later time by another clock: wait until then.
+        await clock.sleepUntil(Number(error.value), signal);
+        output = host.pollOutput(slot, BigInt(clock.nowMs()));
+      }
       for (;;) {
         if (output.tag === 'solved') {
           host.observe(slot, output.val);
@@ -164,7 +202,7 @@ class Solver {
     } finally {
       this.#running.delete(slot);
       host.drop(slot);
-      if (ticket !== null) this.#budget.leave(ticket);
+      if (ticket !== null) budget.leave(ticket);
     }
   }
 

@@ -188,3 +188,45 @@ test('a run aborted while queued for the budget is withdrawn and closed', { time
   assert.ok((await first).answer.length > 20);
   assert.deepEqual(s.budget(), { capacity: 1, running: 0, queued: 0 });
 });
+
+test('a solve queued for the thread budget starts its deadline when admitted', { timeout: 60_000 }, async () => {
+  // One thread, three reCAPTCHA solves of about 30 s each (virtual), 40 s deadlines: created
+  // up front, the later ones would expire in the queue without sending anything.
+  const s = solver(KEY, { deadlineMs: 40_000 }, { threads: 1 });
+  const solutions = await Promise.all([0, 1, 2].map(() => s.solve(recaptcha())));
+  for (const solution of solutions) assert.ok(solution.answer.length > 20);
+});
+
+test('bad run options are refused before anything is sent', { timeout: 30_000 }, async () => {
+  let sent = 0;
+  const s = solver(KEY, {}, { fetch: (...args) => ((sent += 1), fetch(...args)) });
+  const pending = s.start(recaptcha());
+  await assert.rejects(s.run(pending, { onCheckpoint: 5 }), TypeError);
+  await assert.rejects(s.run(pending, { signal: 'stop' }), TypeError);
+  await assert.rejects(s.run(pending, null), TypeError);
+  await assert.rejects(s.solve(recaptcha(), { onCheckpoint: 'x' }), TypeError);
+  assert.equal(sent, 0, 'no paid task was left behind');
+  assert.equal(pending.open, true);
+  pending.close();
+});
+
+test('a snapshot resumed on a clock that is behind waits until its time', { timeout: 60_000 }, async () => {
+  // The first solver's scaled clock runs ahead of a solver made later (as another machine's
+  // clock might): resuming there waits until the snapshot's time instead of failing.
+  const first = solver();
+  const stop = new AbortController();
+  let snapshot = null;
+  await first
+    .run(first.start(recaptcha()), {
+      signal: stop.signal,
+      onCheckpoint: (taken) => {
+        snapshot = taken;
+        stop.abort(new Error('checkpointed'));
+      },
+    })
+    .catch(() => {});
+  assert.ok(snapshot, 'a checkpoint after the submit');
+  const behind = solver();
+  const solution = await behind.run(behind.resume(snapshot));
+  assert.ok(solution.answer.length > 20);
+});

@@ -23,6 +23,7 @@ from captchaai_engine import (
     GridTask,
     ImageTask,
     LeminTask,
+    PermanentError,
     RecaptchaV2EnterpriseTask,
     RecaptchaV2Task,
     RecaptchaV3EnterpriseTask,
@@ -181,3 +182,24 @@ async def test_the_thread_budget_gate_caps_async_solves(emulator):
 
         await asyncio.gather(*(one() for _ in range(5)))
     assert peak == 2
+
+
+async def test_a_queued_solve_starts_its_deadline_when_admitted(emulator):
+    """threads=1, three Turnstile solves of about 13 s each (virtual) with 20 s deadlines: created
+    up front, the later ones would expire in the queue without sending anything."""
+    cfg = Config(base_url=emulator.base_url, deadline_ms=20_000)
+    async with AsyncSolver(KEY, cfg, threads=1, clock=Clock(TIME_SCALE)) as solver:
+        solutions = await asyncio.gather(*(solver.solve(TASKS["turnstile"]) for _ in range(3)))
+    assert all(solution.answer for solution in solutions)
+    with Solver(KEY, cfg, threads=1, clock=Clock(TIME_SCALE)) as solver:
+        with pytest.raises(PermanentError):  # a refused task fails at once, before any wait
+            solver.solve({"type": "turnstile", "pageurl": "not a url"})
+
+
+def test_a_bad_checkpoint_callback_is_refused_before_anything_is_sent(emulator):
+    with Solver(KEY, config(emulator), clock=Clock(TIME_SCALE)) as solver:
+        pending = solver.start(TASKS["turnstile"])
+        with pytest.raises(TypeError, match="on_checkpoint"):
+            solver.run(pending, on_checkpoint=5)
+        assert pending.task_id is None, "no paid task was left behind"
+        assert solver.run(pending).answer

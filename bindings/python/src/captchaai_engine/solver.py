@@ -200,6 +200,16 @@ class _Core:
 
         return self.engine_call(create)
 
+    def check(self, task: TaskLike) -> None:
+        """Refuses ``task`` as :meth:`start` would (PermanentError), keeping nothing."""
+        def create(engine: Engine) -> None:
+            created = engine.create(task, self._key, self.config, self.clock.now_ms(), None)
+            if isinstance(created, Failure):
+                raise created.to_exception()
+            engine.drop(created)
+
+        self.engine_call(create)
+
     def resume(self, snapshot: str) -> PendingSolve:
         return self.engine_call(lambda engine: PendingSolve(self, engine, engine.restore(snapshot, self._key)))
 
@@ -251,6 +261,13 @@ class _Core:
                         self._engine.observe(times, output.solution)
             except EngineTrap:
                 self._replace_engine()
+
+
+def _check_checkpoint(on_checkpoint: Any) -> None:
+    """Refuses a checkpoint callback that is not callable before anything is sent (it would
+    fail only after the paid submit)."""
+    if on_checkpoint is not None and not callable(on_checkpoint):
+        raise TypeError(f"on_checkpoint must be callable, not {type(on_checkpoint).__name__}")
 
 
 def _outcome(pending: PendingSolve) -> Solution:
@@ -358,8 +375,12 @@ class Solver(_Base):
         self.close()
 
     def solve(self, task: TaskLike) -> Solution:
-        """Solves ``task`` (a Task, dict or JSON text); raises a CaptchaAIError subclass on failure."""
-        return self.run(self.start(task))
+        """Solves ``task`` (a Task, dict or JSON text); raises a CaptchaAIError subclass on failure.
+        The solve is created once ``threads`` admits it, so its deadline does not run while it
+        waits (a task the engine refuses raises at once)."""
+        self._core.check(task)
+        with self._gate if self._gate is not None else contextlib.nullcontext():
+            return self._drive(self.start(task), None)
 
     def start(self, task: TaskLike) -> PendingSolve:
         """Validates the task and creates the solve; nothing is sent yet. An invalid task, key or
@@ -371,29 +392,35 @@ class Solver(_Base):
         return self._core.resume(snapshot)
 
     def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
-        """Drives ``pending`` to its end and returns the solution (or raises the failure).
-        ``on_checkpoint(snapshot)`` is called after each result that leaves the solve in flight."""
+        """Drives ``pending`` to its end and returns the solution (or raises the failure); its
+        deadline has run since ``start``. ``on_checkpoint(snapshot)`` is called after each result
+        that leaves the solve in flight."""
+        _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
         with self._gate if self._gate is not None else contextlib.nullcontext():
-            core, clock = self._core, self.clock
-            try:
-                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
-            except EngineMisuse as misuse:
-                if misuse.kind != "time_went_backwards":
-                    raise
-                # A resumed solve was given a later time by another clock: wait until then.
-                self._sleep_until(misuse.value)
-                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
-            while isinstance(output, Send):
-                request = output.request
-                self._sleep_until(request.at)
-                reply = self._send(request)
-                output = core.feed(pending, request.id, reply, clock.now_ms())
-                if on_checkpoint is not None and isinstance(output, Send):
-                    on_checkpoint(pending.snapshot())
-            core.finish(pending, output)
-            return _outcome(pending)
+            return self._drive(pending, on_checkpoint)
+
+    def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+        """Drives ``pending`` (its thread held by the caller) to its end."""
+        core, clock = self._core, self.clock
+        try:
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+        except EngineMisuse as misuse:
+            if misuse.kind != "time_went_backwards":
+                raise
+            # A resumed solve was given a later time by another clock: wait until then.
+            self._sleep_until(misuse.value)
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+        while isinstance(output, Send):
+            request = output.request
+            self._sleep_until(request.at)
+            reply = self._send(request)
+            output = core.feed(pending, request.id, reply, clock.now_ms())
+            if on_checkpoint is not None and isinstance(output, Send):
+                on_checkpoint(pending.snapshot())
+        core.finish(pending, output)
+        return _outcome(pending)
 
     def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads (``threadsinfo``, read by the engine)."""
@@ -452,8 +479,11 @@ class AsyncSolver(_Base):
         await self.aclose()
 
     async def solve(self, task: TaskLike) -> Solution:
-        """Solves ``task``; raises a CaptchaAIError subclass on failure."""
-        return await self.run(await self.start(task))
+        """Solves ``task``; raises a CaptchaAIError subclass on failure. Created once ``threads``
+        admits it, as :meth:`Solver.solve` is."""
+        self._core.check(task)
+        async with self._gate if self._gate is not None else _null_async():
+            return await self._drive(await self.start(task), None)
 
     async def start(self, task: TaskLike) -> PendingSolve:
         """Validates the task and creates the solve (no I/O)."""
@@ -464,30 +494,36 @@ class AsyncSolver(_Base):
         return self._core.resume(snapshot)
 
     async def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
-        """Drives ``pending`` to its end; ``on_checkpoint(snapshot)`` after each result that leaves
-        it in flight (a coroutine function is awaited)."""
+        """Drives ``pending`` to its end (its deadline has run since ``start``);
+        ``on_checkpoint(snapshot)`` after each result that leaves it in flight (a coroutine
+        function is awaited)."""
+        _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
         async with self._gate if self._gate is not None else _null_async():
-            core, clock = self._core, self.clock
-            try:
-                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
-            except EngineMisuse as misuse:
-                if misuse.kind != "time_went_backwards":
-                    raise
-                await self._sleep_until(misuse.value)  # see Solver.run
-                output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
-            while isinstance(output, Send):
-                request = output.request
-                await self._sleep_until(request.at)
-                reply = await self._send(request)
-                output = core.feed(pending, request.id, reply, clock.now_ms())
-                if on_checkpoint is not None and isinstance(output, Send):
-                    result = on_checkpoint(pending.snapshot())
-                    if asyncio.iscoroutine(result):
-                        await result
-            core.finish(pending, output)
-            return _outcome(pending)
+            return await self._drive(pending, on_checkpoint)
+
+    async def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+        """Drives ``pending`` (its thread held by the caller) to its end."""
+        core, clock = self._core, self.clock
+        try:
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+        except EngineMisuse as misuse:
+            if misuse.kind != "time_went_backwards":
+                raise
+            await self._sleep_until(misuse.value)  # see Solver._drive
+            output = core.call(pending, lambda engine, handle: engine.poll_output(handle, clock.now_ms()))
+        while isinstance(output, Send):
+            request = output.request
+            await self._sleep_until(request.at)
+            reply = await self._send(request)
+            output = core.feed(pending, request.id, reply, clock.now_ms())
+            if on_checkpoint is not None and isinstance(output, Send):
+                result = on_checkpoint(pending.snapshot())
+                if asyncio.iscoroutine(result):
+                    await result
+        core.finish(pending, output)
+        return _outcome(pending)
 
     async def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads."""
