@@ -1,8 +1,9 @@
-//! `captchaai solve --batch` with adaptive polling, against the emulator: the batch keeps one
-//! solve-times model per captcha type, prints what each learned, and `--solve-times FILE` saves
-//! the models and starts a later batch from them. Time runs 10x faster on both sides: not 50x,
-//! since an answer found at the first poll counts as late (and stops the learning) past the
-//! table's first wait plus 2.5 s, which at 50x is only 50 ms of real latency on a loaded machine.
+//! `captchaai solve --batch` with adaptive polling, and how failures end a run, against the
+//! emulator: the batch keeps one solve-times model per captcha type, prints what each learned,
+//! and `--solve-times FILE` saves the models and starts a later batch from them. Time runs 10x
+//! faster on both sides: not 50x, since an answer found at the first poll counts as late (and
+//! stops the learning) past the table's first wait plus 2.5 s, which at 50x is only 50 ms of
+//! real latency on a loaded machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -171,4 +172,24 @@ async fn refused_solve_times_files_stop_before_any_solve() {
     let run = cli(&emulator, &dir, &["--batch", tasks.to_str().unwrap(), "--solve-times", "empty.json"]).await;
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(learned(&run), (None, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_non_zero_but_no_answer_is_lost() {
+    let emulator = emulator().await;
+    let dir = scratch("failures");
+    // A batch with a refused task: every line and the summary, then a non-zero exit.
+    let path = dir.join("mixed.jsonl");
+    std::fs::write(&path, format!("{TURNSTILE}\n{{\"type\":\"nope\"}}\n")).unwrap();
+    let run = cli(&emulator, &dir, &["--batch", path.to_str().unwrap()]).await;
+    assert!(!run.status.success(), "{}", stderr(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let kinds: Vec<&str> = stdout.lines().map(|line| line.split('\t').next().unwrap_or("")).collect();
+    assert_eq!(kinds, ["ok", "error"], "{stdout}");
+    assert!(stderr(&run).contains("1 of 2 tasks failed"), "{}", stderr(&run));
+    // A single solve whose models file cannot be written still prints its answer.
+    let run = cli(&emulator, &dir, &["--task", TURNSTILE, "--solve-times", "no/such/dir/times.json"]).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(!String::from_utf8_lossy(&run.stdout).trim().is_empty(), "the answer is printed");
+    assert!(stderr(&run).contains("warning: the solve-times models were not saved"), "{}", stderr(&run));
 }

@@ -68,23 +68,30 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 512)]
     max_memory_mib: usize,
     /// Seconds a connection has to send a whole request head.
-    #[arg(long, default_value_t = Limits::default().header_read_timeout.as_secs())]
+    #[arg(long, default_value_t = Limits::default().header_read_timeout.as_secs(), value_parser = seconds())]
     header_timeout_secs: u64,
     /// Longest pause in a request body, seconds.
-    #[arg(long, default_value_t = Limits::default().body_timeout.as_secs())]
+    #[arg(long, default_value_t = Limits::default().body_timeout.as_secs(), value_parser = seconds())]
     body_timeout_secs: u64,
     /// A request's deadline, seconds: a guest still running then is interrupted (JSON 503).
-    #[arg(long, default_value_t = Limits::default().request_timeout.as_secs())]
+    #[arg(long, default_value_t = Limits::default().request_timeout.as_secs(), value_parser = seconds())]
     request_timeout_secs: u64,
-    /// Connections served at once (more get a JSON 503).
-    #[arg(long, default_value_t = Limits::default().max_connections)]
-    max_connections: usize,
+    /// Connections served at once (more get a JSON 503), 1 to 1000000.
+    #[arg(long, default_value_t = Limits::default().max_connections as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     /// Largest request body, bytes (413 beyond).
     #[arg(long, default_value_t = Limits::default().max_body_bytes)]
     max_body_bytes: u64,
     /// On SIGTERM/SIGINT, seconds in-flight requests may still run (then a JSON 503).
-    #[arg(long, default_value_t = Limits::default().shutdown_grace.as_secs())]
+    #[arg(long, default_value_t = Limits::default().shutdown_grace.as_secs(),
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
     shutdown_grace_secs: u64,
+}
+
+/// A timeout flag: 1 s to a day (0 would end every request at once; beyond, deadlines overflow).
+fn seconds() -> impl clap::builder::TypedValueParser<Value = u64> {
+    clap::value_parser!(u64).range(1..=86_400)
 }
 
 impl ServeArgs {
@@ -106,14 +113,11 @@ impl ServeArgs {
                 .unwrap_or_else(|| KvBackend::Sqlite(self.state_dir.join(SQLITE_FILE))),
             (None, None) => KvBackend::Sqlite(self.state_dir.join(SQLITE_FILE)),
         };
-        if self.max_connections == 0 {
-            anyhow::bail!("--max-connections must be at least 1");
-        }
         cfg.limits = Limits {
-            header_read_timeout: Duration::from_secs(self.header_timeout_secs.max(1)),
-            body_timeout: Duration::from_secs(self.body_timeout_secs.max(1)),
-            request_timeout: Duration::from_secs(self.request_timeout_secs.max(1)),
-            max_connections: self.max_connections,
+            header_read_timeout: Duration::from_secs(self.header_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            request_timeout: Duration::from_secs(self.request_timeout_secs),
+            max_connections: self.max_connections as usize,
             max_body_bytes: self.max_body_bytes,
             shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
             ..Limits::default()

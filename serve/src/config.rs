@@ -130,6 +130,23 @@ impl fmt::Debug for ServeConfig {
     }
 }
 
+/// The process environment's `SPIN_VARIABLE_*` entries. One that is not valid UTF-8 is left
+/// out with a warning naming it, never its value (it may be a key): `std::env::vars` would panic
+/// and print the value.
+fn prefixed_env() -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for (name, value) in std::env::vars_os() {
+        let Some(name) = name.to_str().filter(|name| name.starts_with(variables::ENV_PREFIX)) else { continue };
+        match value.into_string() {
+            Ok(value) => {
+                env.insert(name.to_owned(), value);
+            }
+            Err(_) => eprintln!("serve: {name} is left out: its value is not valid UTF-8"),
+        }
+    }
+    env
+}
+
 impl ServeConfig {
     /// Serves `component` on 127.0.0.1:3000 with variables from the process environment, an
     /// in-memory store, no outbound access, no compile cache, guest stdio inherited.
@@ -138,7 +155,7 @@ impl ServeConfig {
             component: Some(component.into()),
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
             variables: BTreeMap::new(),
-            env: std::env::vars().filter(|(k, _)| k.starts_with(variables::ENV_PREFIX)).collect(),
+            env: prefixed_env(),
             manifest: None,
             component_name: None,
             kv: KvBackend::Memory,

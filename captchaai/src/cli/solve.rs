@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -25,12 +25,13 @@ pub struct EngineArgs {
     /// $XDG_CACHE_HOME/captchaai or ~/.cache/captchaai).
     #[arg(long, env = "CAPTCHAAI_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Run time this many times faster (only against an emulator started with the same scale).
-    #[arg(long, default_value_t = 1.0)]
+    /// Run time this many times faster (only against an emulator started with the same scale),
+    /// 0.01 to 10000.
+    #[arg(long, default_value_t = 1.0, value_parser = time_scale)]
     pub time_scale: f64,
-    /// At most this many HTTP requests in flight.
-    #[arg(long, default_value_t = 256)]
-    pub max_in_flight: usize,
+    /// At most this many HTTP requests in flight (1 to 65536).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub max_in_flight: u32,
 }
 
 impl EngineArgs {
@@ -42,7 +43,7 @@ impl EngineArgs {
         };
         let clock = Clock::scaled(self.time_scale);
         // Adaptive polling: one solve-times model per captcha type, learned from the solves.
-        let options = RunnerOptions { adaptive: true, ..RunnerOptions::new(clock, self.max_in_flight) };
+        let options = RunnerOptions { adaptive: true, ..RunnerOptions::new(clock, self.max_in_flight as usize) };
         Runner::new(host, options)
     }
 
@@ -58,8 +59,19 @@ fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("captchaai"))
 }
 
+/// `--time-scale`: a finite number from 0.01 to 10000 (beyond, timers overflow or never end).
+fn time_scale(text: &str) -> Result<f64, String> {
+    let scale: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.01..=10_000.0).contains(&scale) { Ok(scale) } else { Err("must be from 0.01 to 10000".into()) }
+}
+
 fn api_key() -> Result<String> {
-    std::env::var("CAPTCHAAI_KEY").context("set CAPTCHAAI_KEY to your CaptchaAI API key")
+    match std::env::var("CAPTCHAAI_KEY") {
+        Ok(key) => Ok(key),
+        Err(std::env::VarError::NotPresent) => bail!("set CAPTCHAAI_KEY to your CaptchaAI API key"),
+        // The error's own message would print the value.
+        Err(std::env::VarError::NotUnicode(_)) => bail!("CAPTCHAAI_KEY is not valid UTF-8 (its value is not shown)"),
+    }
 }
 
 /// Flags of `captchaai solve`.
@@ -168,19 +180,19 @@ pub async fn solve(args: SolveArgs) -> Result<()> {
     }
     if args.batch.is_none() {
         let report = runner.solve(&tasks[0], &key, &config).await?;
-        if let Some(path) = &args.solve_times {
-            save_solve_times(&runner, path)?;
-        }
-        return match report.outcome {
-            Ok(solution) => {
-                println!("{}", answer_text(&solution.answer));
-                if let Some(ua) = solution.user_agent {
-                    eprintln!("user agent: {ua}");
-                }
-                Ok(())
+        if let Ok(solution) = &report.outcome {
+            println!("{}", answer_text(&solution.answer));
+            if let Some(ua) = &solution.user_agent {
+                eprintln!("user agent: {ua}");
             }
-            Err(failure) => bail!("{}", describe(&failure)),
-        };
+        }
+        // After the answer is out: a file that cannot be written must not cost a paid solve.
+        if let Some(path) = &args.solve_times
+            && let Err(e) = save_solve_times(&runner, path)
+        {
+            eprintln!("warning: the solve-times models were not saved: {e:#}");
+        }
+        return report.outcome.map(|_| ()).map_err(|failure| anyhow!("{}", describe(&failure)));
     }
     run_batch(runner, &key, &config, tasks, args.reserve, args.solve_times.as_deref()).await
 }
@@ -319,6 +331,10 @@ async fn run_batch(
     }
     if let Some(path) = solve_times {
         save_solve_times(&runner, path)?;
+    }
+    let failed = reports.len() - solved;
+    if failed > 0 {
+        bail!("{failed} of {} tasks failed (their lines say why)", reports.len());
     }
     Ok(())
 }
