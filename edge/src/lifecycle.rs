@@ -14,15 +14,15 @@
 //! bookkeeping: who drives a solve and until when, when it takes a thread slot, how long its
 //! record is kept.
 //!
-//! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and
-//! the solve's thread slot is extended to the latest the solve waits on its CaptchaAI task (the
-//! engine's `ends_by`: the deadline plus one request timeout). The checkpoint of the submit's result clears the note.
-//! A driver that finds the note set (its driver stopped, e.g. killed, after sending and before
-//! saving the reply) cannot know whether CaptchaAI took the task. It submits again (the engine
-//! restored from the last checkpoint sends the submit once more: at-least-once), counts it
-//! (`captchaai_submits_in_doubt_total`), and leaves the old slot held until it expires, for the
-//! possible orphan task, taking a fresh slot for the new submit: the budget never counts fewer
-//! threads than CaptchaAI may have busy.
+//! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and the
+//! solve's thread slot is extended to the latest the solve waits on its CaptchaAI task (the
+//! engine's `ends_by`: the deadline plus one request timeout). The checkpoint of the submit's
+//! result clears the note. A driver that finds the note set (its driver stopped, e.g. killed, after
+//! sending and before saving the reply) cannot know whether CaptchaAI took the task. It submits
+//! again (the engine restored from the last checkpoint sends the submit once more: at-least-once),
+//! counts it (`captchaai_submits_in_doubt_total`), and leaves the old slot held until it expires,
+//! for the possible orphan task, taking a fresh slot for the new submit: the budget never counts
+//! fewer threads than CaptchaAI may have busy.
 //!
 //! **Keyed solves.** A POST with an `Idempotency-Key` claims its id (`solve/{id}/claim`,
 //! incremented to 1 by one request only) and must have the record written within
