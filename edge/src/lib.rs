@@ -2,7 +2,7 @@
 //! gives every client the same long-poll solving API and error classes.
 //!
 //! Every protocol decision is the engine's: this crate imports the engine component through WIT
-//! (`captchaai:engine@0.2.0`, bound in the private `engine` module) and moves bytes between
+//! (`captchaai:engine@0.3.0`, bound in the private `engine` module) and moves bytes between
 //! clients, the engine, CaptchaAI and Spin's key-value store, sleeping until each request's `at`.
 //! It holds no engine code: `cargo xtask edge` composes it with the engine component's exact
 //! bytes into one component that imports only WASI and `spin:*`.

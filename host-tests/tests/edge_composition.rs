@@ -87,7 +87,7 @@ fn the_edge_app_embeds_the_engine_component_byte_for_byte() {
     let app = top.iter().find(|r| edge[(**r).clone()] != engine[..]).unwrap();
     let app = outline(&edge[(*app).clone()]);
     assert!(
-        app.imports.iter().any(|i| i == "captchaai:engine/engine@0.2.0"),
+        app.imports.iter().any(|i| i == "captchaai:engine/engine@0.3.0"),
         "the edge app gets the engine through its WIT import: {:?}",
         app.imports
     );

@@ -2,7 +2,7 @@
 //! with the engine component at build time, writing `target/edge/captchaai_edge.wasm`, the file
 //! spin.toml serves.
 //!
-//! The edge app imports `captchaai:engine/{types,engine,account}@0.2.0` through WIT and contains
+//! The edge app imports `captchaai:engine/{types,engine,account}@0.3.0` through WIT and contains
 //! no engine code. Composition (wac-graph's `plug`) instantiates the engine component, wires its
 //! exports into those imports and re-exports the edge's `wasi:http/handler`. wac-graph embeds each
 //! instantiated component as a raw nested-component section, so the engine inside the result is

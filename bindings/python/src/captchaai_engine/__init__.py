@@ -41,7 +41,7 @@ from .tasks import (
 )
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "AsyncSolver", "BlsTask", "CaptchaAIError", "CaptchaFoxTask", "Clock", "CloudflareChallengeTask", "Config",

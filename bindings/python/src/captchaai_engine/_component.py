@@ -23,7 +23,7 @@ from wasmtime.component import Component, Linker
 from .errors import EngineTrap
 
 WIT_PACKAGE = "captchaai:engine"
-WIT_VERSION = "0.2.0"
+WIT_VERSION = "0.3.0"
 ENGINE_INTERFACE = f"{WIT_PACKAGE}/engine@{WIT_VERSION}"
 ACCOUNT_INTERFACE = f"{WIT_PACKAGE}/account@{WIT_VERSION}"
 

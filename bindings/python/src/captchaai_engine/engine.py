@@ -1,4 +1,4 @@
-"""The low-level engine: typed calls into the engine component (captchaai:engine@0.2.0).
+"""The low-level engine: typed calls into the engine component (captchaai:engine@0.3.0).
 
 An :class:`Engine` is one component instance (its own wasmtime Store); the compiled component is
 shared by the whole process. It is not thread-safe: the solvers serialize calls with a lock.

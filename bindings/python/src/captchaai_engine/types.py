@@ -1,4 +1,4 @@
-"""Typed values of the engine's WIT (captchaai:engine@0.2.0), as Python dataclasses."""
+"""Typed values of the engine's WIT (captchaai:engine@0.3.0), as Python dataclasses."""
 
 from __future__ import annotations
 
