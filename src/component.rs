@@ -49,6 +49,10 @@ impl wit_engine::Guest for Component {
     fn solution_json(solution: wit::Solution) -> String {
         solution_from_wit(solution).client_json()
     }
+
+    fn check_config(config: wit::Config) -> Result<(), wit::Failure> {
+        config_from_wit(config).check().map_err(|e| failure_to_wit(e.into()))
+    }
 }
 
 impl wit_engine::GuestSolve for SolveResource {

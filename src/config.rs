@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codes;
 use crate::error::{ValidationError, invalid_config};
-use crate::registry::TypeSpec;
+use crate::registry::{TYPES, TypeSpec};
 
 /// The range a numeric config field may take, listed by [`Config::limits`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +197,16 @@ impl Config {
     pub fn from_json(json: &str) -> Result<Config, ValidationError> {
         serde_json::from_str(json)
             .map_err(|e| ValidationError::new(codes::INVALID_CONFIG, None, format!("config is not valid: {e}")))
+    }
+
+    /// Checks every field that a solve of any captcha type checks the same way, so a host that
+    /// takes its config from an operator can refuse a bad one up front: the error names the
+    /// field. What depends on the type (a deadline shorter than that type's first wait) is
+    /// still checked when its solve starts.
+    pub fn check(&self) -> Result<(), ValidationError> {
+        // A type whose own timings fit every range: only the config's values are judged.
+        let neutral = TypeSpec { initial_wait_ms: INITIAL_WAIT_MS.min, deadline_ms: DEADLINE_MS.max, ..TYPES[0] };
+        self.resolve(&neutral).map(drop)
     }
 
     /// Checks every field and resolves the timings for a type. Returns the config with its base

@@ -2,7 +2,9 @@
 
 mod common;
 
-use captchaai_engine::{ApiKey, Body, Class, Config, Misuse, Output, RequestKind, RestoreError, Solve, TransportError};
+use captchaai_engine::{
+    ApiKey, Body, Class, Config, Failure, Misuse, Output, RequestKind, RestoreError, Solve, TransportError,
+};
 use common::*;
 
 // Validation ---------------------------------------------------------------------------------
@@ -103,7 +105,19 @@ fn malformed_keys_and_configs_are_rejected_locally() {
     for (config, field) in bad_configs {
         let failure = Solve::from_json(&turnstile_task(), KEY, &config, 0).err().unwrap();
         assert_eq!((failure.code.as_str(), failure.field.as_deref()), ("INVALID_CONFIG", Some(field)));
+        // A host checking an operator's config up front gets the same answer.
+        let checked = config.check().err().map(Failure::from);
+        assert_eq!(checked.map(|f| (f.code, f.field)), Some(("INVALID_CONFIG".into(), Some(field.into()))));
     }
+    assert_eq!(Config::default().check(), Ok(()));
+    // What depends on the type is judged per solve: a 20 s deadline suits Turnstile (first poll
+    // at 10 s), not reCAPTCHA v2 (26 s).
+    let short = Config { deadline_ms: Some(20_000), ..Default::default() };
+    assert_eq!(short.check(), Ok(()));
+    assert!(Solve::from_json(&turnstile_task(), KEY, &short, 0).is_ok());
+    let recaptcha = r#"{"type":"recaptcha_v2","sitekey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-","pageurl":"https://example.com"}"#;
+    let failure = Solve::from_json(recaptcha, KEY, &short, 0).err().unwrap();
+    assert_eq!(failure.field.as_deref(), Some("deadline_ms"), "{}", failure.message);
     assert_eq!(
         Config::from_json(r#"{"deadline_ms":60000,"jitter_seed":7}"#).unwrap(),
         Config { deadline_ms: Some(60_000), jitter_seed: Some(7), ..Default::default() }

@@ -3,15 +3,15 @@
 //!
 //! | status | when | class |
 //! |---|---|---|
-//! | 400 | a body that is not UTF-8, a bad `wait` or `Idempotency-Key`, or any engine failure whose origin is `input` (malformed task JSON, a bad field: `field` names it) | permanent |
+//! | 400 | a body that is not UTF-8 or ends before its declared length, a bad `wait` or `Idempotency-Key`, or any engine failure whose origin is `input` (malformed task JSON, a bad field: `field` names it) | permanent |
 //! | 401 | missing or wrong bearer token | permanent |
 //! | 404 | unknown route or solve id | permanent |
 //! | 405 | wrong method for the route | permanent |
-//! | 409 | a POST whose `Idempotency-Key`'s solve could not be created in [`MAX_KEYED_STEPS`] attempts (the store is failing) | transient |
+//! | 409 | a POST whose `Idempotency-Key`'s solve could not be created in 8 attempts (the store is failing) | transient |
 //! | 413 | body over 2 MiB | permanent |
 //! | 422 | an engine failure of class `permanent` or `unsolvable` (CaptchaAI refused the task or account, or gave up), or an `Idempotency-Key` used before with another body | permanent / unsolvable |
 //! | 503 | an engine failure of class `transient`, or the key-value store unreachable; `Retry-After` | transient |
-//! | 500 | a deployment problem (a missing variable) | transient |
+//! | 500 | `MISCONFIGURED`: a variable is missing or cannot be used (named, never its value) | transient |
 //!
 //! Every answer about a solve carries its id in `Solve-Id`, and its 200 or 202 also `Location`.
 //!
@@ -25,13 +25,12 @@ use spin_sdk::http::{FullBody, Request};
 use subtle::ConstantTimeEq;
 
 use crate::clock::now_ms;
-use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution, Solve};
-use crate::ids::{self, new_id};
+use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution};
 use crate::kv::{Kv, StoreError};
-use crate::lifecycle::{self, Advanced, Found, Held, Joined, Keyed, Outcome, StoredResult};
+use crate::lifecycle::{self, Answer, Outcome, StoredResult};
 use crate::request::{self, Route};
-use crate::settings::{DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings};
-use crate::{budget, metrics, plan, times};
+use crate::settings::{self, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings, SettingsError};
+use crate::{budget, metrics, plan};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -43,10 +42,6 @@ const SOLVE_ID: &str = "solve-id";
 
 /// The `Idempotency-Key` request header (IETF httpapi draft).
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
-
-/// Claims a POST with an `Idempotency-Key` tries before answering 409: each failed creation
-/// (or a solve that ended meanwhile) moves it on once.
-const MAX_KEYED_STEPS: usize = 8;
 
 /// An error response.
 struct Reject {
@@ -87,6 +82,13 @@ impl Reject {
             (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the gateway failed; try again")
         };
         Reject { class: "transient", retry_after_s: Some(INTERNAL_RETRY_S), ..Reject::new(status, code, message) }
+    }
+
+    /// 500 `MISCONFIGURED`: a variable cannot be used (the message names it, never its value).
+    fn misconfigured(error: &SettingsError) -> Reject {
+        eprintln!("edge: misconfigured: {error}");
+        let reject = Reject::new(StatusCode::INTERNAL_SERVER_ERROR, "MISCONFIGURED", error.to_string());
+        Reject { class: "transient", retry_after_s: Some(INTERNAL_RETRY_S), ..reject }
     }
 
     /// An engine failure as an error: the status from its origin (`input`: 400) and class
@@ -213,17 +215,27 @@ async fn route(request: Request) -> Routed {
     let method = request.method().clone();
     let not_found = |message| Err((Reject::new(StatusCode::NOT_FOUND, "NOT_FOUND", message), None));
     let route = request::route(&path);
+    if let Route::Other = route
+        && !path.starts_with("/v1/")
+    {
+        return not_found("no such route");
+    }
+    let settings = settings::get().await.map_err(|e| (Reject::misconfigured(&e), None));
     match route {
-        Route::Healthz => {
-            return match method {
-                Method::GET | Method::HEAD => Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None)),
-                _ => wrong_method("GET, HEAD"),
-            };
+        Route::Healthz | Route::Readyz if !matches!(method, Method::GET | Method::HEAD) => {
+            return wrong_method("GET, HEAD");
         }
-        Route::Other if !path.starts_with("/v1/") => return not_found("no such route"),
+        Route::Healthz => {
+            settings?;
+            return Ok((json_response(StatusCode::OK, &json!({"status": "ok"})), None));
+        }
+        Route::Readyz => {
+            settings?;
+            return ready().map(|r| (r, None)).map_err(|r| (r, None));
+        }
         _ => {}
     }
-    let settings = Settings::load().await.map_err(|e| (Reject::internal(e), None))?;
+    let settings = settings?;
     if route == Route::Metrics {
         authenticate(
             &request,
@@ -253,12 +265,21 @@ async fn route(request: Request) -> Routed {
             threads(&kv, &settings).await.map(|r| (r, None)).map_err(|r| (r, None))
         }
         (Route::Threads, _) => wrong_method("GET, HEAD"),
-        (Route::UnknownSolve, _) => not_found("no such solve"),
+        (Route::UnknownSolve, Method::GET | Method::HEAD | Method::DELETE) => not_found("no such solve"),
         (Route::Solve(id), Method::GET | Method::HEAD) => resume(id, &kv, &settings, wait).await,
         (Route::Solve(id), Method::DELETE) => delete(id, &kv),
-        (Route::Solve(_), _) => wrong_method("GET, HEAD, DELETE"),
+        (Route::Solve(_) | Route::UnknownSolve, _) => wrong_method("GET, HEAD, DELETE"),
         _ => not_found("no such route"),
     }
+}
+
+/// `GET /readyz`: whether this instance can use its store: one read of a small key. A store
+/// that fails answers 503; one that hangs (Spin's Redis store after Redis went away) leaves
+/// the request hanging, so a load balancer's probe times out and takes the instance out.
+fn ready() -> Result<Response, Reject> {
+    let kv = Kv::open().map_err(Reject::internal)?;
+    kv.get(plan::PLAN_KEY).map_err(Reject::internal)?;
+    Ok(json_response(StatusCode::OK, &json!({"status": "ready"})))
 }
 
 /// Checks `Authorization: Bearer <token>` against every accepted token in constant time;
@@ -301,24 +322,27 @@ fn idempotency_key(request: &Request) -> Result<Option<String>, Reject> {
     }
 }
 
-/// `POST /v1/solve`: validates the task (nothing is sent for a bad one), stores it once
-/// (`snapshot-base`) and drives the solve for up to `wait` seconds.
-///
-/// With an `Idempotency-Key`, the solve's id is [`ids::keyed_id`] of the client's token and the
-/// key, and only the request that wins its claim creates it: any other request with the same
-/// token, key and body continues that solve as `GET /v1/solve/{id}` does (its 202, or its stored
-/// response once finished), so a client cut off mid-POST retries and gets its solve, submitted
-/// once. The same key with another body is a 422. The key lives as long as the solve.
+/// `POST /v1/solve`: reads the task and starts its solve ([`lifecycle::start`]: nothing is sent
+/// for a task the engine refuses), driven for up to `wait` seconds.
 async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let key = idempotency_key(&request).map_err(|r| (r, None))?;
+    let body = read_body(request).await.map_err(|r| (r, None))?;
+    let task = std::str::from_utf8(&body)
+        .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
+    let keyed = key.as_deref().map(|key| lifecycle::KeyedStart { token, key, body: &body });
+    let start = lifecycle::Start { task, keyed, wait_until: now_ms() + wait * 1_000 };
+    reply(lifecycle::start(kv, settings, start, &render).await)
+}
+
+/// The request's body, at most [`MAX_BODY_BYTES`] whatever it claims (chunked bodies have no
+/// length): 413 past that, 400 when it ends before its declared length (the client's fault,
+/// or a client gone: never a server error).
+async fn read_body(request: Request) -> Result<Bytes, Reject> {
     let too_large = || {
-        (
-            Reject::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("the body is over {MAX_BODY_BYTES} bytes"),
-            ),
-            None,
+        Reject::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("the body is over {MAX_BODY_BYTES} bytes"),
         )
     };
     let declared =
@@ -326,126 +350,64 @@ async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wai
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
-    // Read at most the limit, whatever the body claims (chunked bodies have no length).
     let limited = http_body_util::Limited::new(request.into_body(), MAX_BODY_BYTES);
-    let body = match http_body_util::BodyExt::collect(limited).await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
-        Err(e) => return Err((Reject::internal(anyhow::anyhow!("reading the body: {e}")), None)),
-    };
-    let task = std::str::from_utf8(&body)
-        .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
-    let now = now_ms();
-    lifecycle::sweep(kv);
-    // The shared model of the task's type (`crate::times`): the engine gives the first wait.
-    let model = times::for_task(kv, task);
-    let created = match &model {
-        Some(model) => Solve::create_with_times(task, &settings.api_key, &settings.config, now, model),
-        None => Solve::create(task, &settings.api_key, &settings.config, now),
-    };
-    let task_type = model.as_ref().map(|m| m.task_type());
-    let solve = created.map_err(|f| {
-        metrics::failed(kv, f.class, f.origin);
-        (Reject::from_failure(&f), None)
-    })?;
-    let wait_until = now + wait * 1_000;
-    let Some(key) = key else {
-        let id = new_id().map_err(|e| (Reject::internal(e), None))?;
-        let held =
-            lifecycle::create(kv, settings, &id, &solve, None, task_type, wait_until).map_err(|e| internal(&id, e))?;
-        return drive(kv, settings, &id, held, Some(solve), wait_until).await;
-    };
-    // The first attempt's id, then the next attempt's whenever a claimer stopped before
-    // creating its solve (`lifecycle`, keyed solves); back to the first once the solve is gone.
-    let first = ids::keyed_id(token, &key);
-    let fingerprint = ids::fingerprint(&body);
-    let mut chain: Option<lifecycle::Chain> = None;
-    for _ in 0..MAX_KEYED_STEPS {
-        let id = chain.as_ref().map_or_else(|| first.clone(), |c| ids::nth_attempt(&c.first, c.before));
-        let claimed_at = now_ms();
-        if lifecycle::claim(kv, &id).map_err(|e| internal(&id, e))? {
-            let keyed = Keyed { fingerprint, chain, claimed_at };
-            // No id in a failure: the solve may never be driven; the client retries its POST.
-            let held = lifecycle::create(kv, settings, &id, &solve, Some(keyed), task_type.clone(), wait_until)
-                .map_err(|e| (Reject::internal(e), None))?;
-            return drive(kv, settings, &id, held, Some(solve), wait_until).await;
-        }
-        let joined = lifecycle::join(kv, settings, &id, &fingerprint, now_ms(), wait_until).await;
-        match joined.map_err(|e| internal(&id, e))? {
-            Joined::Found(Found::Missing) => chain = None,
-            Joined::Found(found) => return answer(&id, found, kv, settings, wait_until).await,
-            Joined::NextAttempt => {
-                let before = chain.as_ref().map_or(1, |c| c.before + 1);
-                chain = Some(lifecycle::Chain { first: first.clone(), before });
-            }
+    match http_body_util::BodyExt::collect(limited).await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => {
+            eprintln!("edge: the request body was cut off: {e}");
+            Err(Reject::new(StatusCode::BAD_REQUEST, "INCOMPLETE_BODY", "the body ended before its declared length"))
         }
     }
-    Err(creating())
 }
 
-/// `GET /v1/solve/{id}`: a finished solve's response again (until it expires), or the solve
-/// continued from its state for up to `wait` seconds. Unknown ids never touch the upstream.
+/// `GET /v1/solve/{id}`: the solve continued for up to `wait` seconds ([`lifecycle::resume`]).
 async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
-    let wait_until = now_ms() + wait * 1_000;
-    let found = lifecycle::lease(kv, settings, id, None, wait_until).await.map_err(|e| internal(id, e))?;
-    answer(id, found, kv, settings, wait_until).await
+    reply(lifecycle::resume(kv, settings, id, &render, now_ms() + wait * 1_000).await)
 }
 
-/// 409: the solve of an `Idempotency-Key` could not be created in [`MAX_KEYED_STEPS`] attempts.
-fn creating() -> (Reject, Option<String>) {
-    let message = "requests with this `Idempotency-Key` keep failing to start its solve; try again";
-    let reject = Reject::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_IN_USE", message);
-    (Reject { class: "transient", retry_after_s: Some(1), field: Some("Idempotency-Key".into()), ..reject }, None)
-}
-
-/// Answers about solve `id` from what [`lifecycle::lease`] found, driving it if leased.
-async fn answer(id: &str, found: Found, kv: &Kv, settings: &Settings, wait_until: u64) -> Routed {
-    let owned = Some(id.to_owned());
-    match found {
-        Found::Missing => Err(not_found(owned)),
-        Found::OtherRequest => {
+/// A lifecycle answer as the response: 202 while in flight, the stored response once ended.
+fn reply(reply: lifecycle::Reply) -> Routed {
+    let (id, answer) = reply.map_err(|stalled| (Reject::internal(stalled.error), stalled.id))?;
+    match answer {
+        Answer::Refused(failure) | Answer::Unadmitted(failure) => Err((Reject::from_failure(&failure), id)),
+        Answer::Missing => Err(not_found(id)),
+        Answer::OtherRequest => {
             let message = "this `Idempotency-Key` was used with another body; use a new key for a new task";
             let reject = Reject::new(StatusCode::UNPROCESSABLE_ENTITY, "IDEMPOTENCY_KEY_REUSED", message);
             Err((Reject { field: Some("Idempotency-Key".into()), ..reject }, None))
         }
-        Found::Creating => Err(creating()),
-        Found::Finished(result) => Ok((stored_response(result), owned)),
-        Found::Pending { retry_after_ms } => Ok((pending(id, retry_after_ms), owned)),
-        Found::Leased(held) => drive(kv, settings, id, *held, None, wait_until).await,
+        Answer::Creating => {
+            let message = "requests with this `Idempotency-Key` keep failing to start its solve; try again";
+            let reject = Reject::new(StatusCode::CONFLICT, "IDEMPOTENCY_KEY_IN_USE", message);
+            let field = Some("Idempotency-Key".into());
+            Err((Reject { class: "transient", retry_after_s: Some(1), field, ..reject }, None))
+        }
+        Answer::Pending { retry_after_ms } => {
+            let id = id.ok_or_else(|| (Reject::internal(anyhow::anyhow!("a pending solve without an id")), None))?;
+            Ok((pending(&id, retry_after_ms), Some(id)))
+        }
+        Answer::Finished(result) => Ok((stored_response(result), id)),
     }
+}
+
+/// How a solve ended, as its stored response: the solution (200) or the error body.
+fn render(id: &str, outcome: &Outcome) -> anyhow::Result<StoredResult> {
+    let (status, body) = match outcome {
+        Outcome::Solved(solution) => (StatusCode::OK, solution_body(id, solution)?),
+        Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(id)),
+    };
+    Ok(StoredResult { status: status.as_u16(), body })
 }
 
 /// `DELETE /v1/solve/{id}`: removes the solve and its stored response (see
 /// [`lifecycle::delete`]).
 fn delete(id: &str, kv: &Kv) -> Routed {
     let owned = Some(id.to_owned());
-    if !lifecycle::delete(kv, id).map_err(|e| internal(id, e))? {
+    if !lifecycle::delete(kv, id).map_err(|e| (Reject::internal(e), owned.clone()))? {
         return Err(not_found(owned));
     }
     Ok((json_response(StatusCode::OK, &json!({"id": id, "status": "deleted"})), owned))
-}
-
-/// Drives the solve `held` (created by this request when `solve` is given) for the wait ending
-/// at `wait_until` and answers: 202 while it is in flight, else its ending, rendered and stored
-/// for later `GET`s to repeat.
-async fn drive(kv: &Kv, settings: &Settings, id: &str, held: Held, solve: Option<Solve>, wait_until: u64) -> Routed {
-    let owned = Some(id.to_owned());
-    let ended = match held.advance(kv, settings, solve, wait_until).await.map_err(|e| internal(id, e))? {
-        Advanced::Pending { retry_after_ms } => return Ok((pending(id, retry_after_ms), owned)),
-        Advanced::Refused(failure) => return Err((Reject::from_failure(&failure), owned)),
-        Advanced::Ended(ended) => ended,
-    };
-    let (status, body) = match ended.outcome() {
-        Outcome::Solved(solution) => (StatusCode::OK, solution_body(id, solution).map_err(|e| internal(id, e))?),
-        Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(id)),
-    };
-    ended.settle(kv, status.as_u16(), &body).await.map_err(|e| internal(id, e))?;
-    Ok((rendered_response(status, &body), owned))
-}
-
-/// A 500 for an internal error while serving solve `id`.
-fn internal(id: &str, error: anyhow::Error) -> (Reject, Option<String>) {
-    (Reject::internal(error), Some(id.to_owned()))
 }
 
 fn not_found(id: Option<String>) -> (Reject, Option<String>) {

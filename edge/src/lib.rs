@@ -14,7 +14,8 @@
 //!   the solve has ended, its response is repeated until it expires.
 //! - `DELETE /v1/solve/{id}`: remove the solve and its stored response.
 //! - `GET /v1/threads`: the plan's threads and how many are busy.
-//! - `GET /healthz`: liveness, no auth.
+//! - `GET /healthz`: liveness (and the variables usable), no auth.
+//! - `GET /readyz`: readiness: one read of the key-value store, no auth.
 
 mod api;
 mod budget;
@@ -40,7 +41,7 @@ mod engine {
     });
 
     pub use captchaai::engine::account;
-    pub use captchaai::engine::engine::{Solve, SolveTimes, solution_json};
+    pub use captchaai::engine::engine::{Solve, SolveTimes, check_config, solution_json};
     pub use captchaai::engine::types::*;
 
     /// `wasi:keyvalue` 0.2.0-draft2 (store, atomics): see `crate::kv`.

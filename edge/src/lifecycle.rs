@@ -9,10 +9,12 @@
 //! expire (met expired, or swept) and delete remove a solve in any state.
 //! ```
 //!
-//! The HTTP API (`crate::api`) calls one transition per step and renders what it returns; the
-//! engine decides everything about the protocol (`crate::drive`). This module decides only the
-//! bookkeeping: who drives a solve and until when, when it takes a thread slot, how long its
-//! record is kept.
+//! An API (`crate::api`) calls one transition per request, [`start`], [`resume`] or [`delete`],
+//! and renders the [`Answer`] it returns (with the [`Render`] it passes, which also renders the
+//! ending stored for later requests); the engine decides everything about the protocol
+//! (`crate::drive`). This module decides only the bookkeeping: who drives a solve and until
+//! when, when it takes a thread slot, how long its record is kept. An id is answered only once
+//! its record is stored: a request that finds its record gone answers so, never "pending".
 //!
 //! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and the
 //! solve's thread slot is extended to the latest the solve waits on its CaptchaAI task (the
@@ -36,16 +38,13 @@
 
 mod record;
 
-use serde_json::Value;
-
-pub use record::Chain;
 pub use record::StoredResult;
-use record::{Lease, Loaded, SolveRecord};
+use record::{Chain, Lease, Loaded, SolveRecord};
 
 use crate::clock::{now_ms, sleep_ms};
 use crate::drive::{self, Progress};
 use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
-use crate::ids::{new_id, next_attempt};
+use crate::ids::{self, new_id, next_attempt};
 use crate::kv::{Kv, StoreError, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
 use crate::{budget, metrics, plan, sweep, times};
@@ -75,8 +74,197 @@ pub const CLOCK_SKEW_MS: u64 = 1_000;
 /// chain, ms.
 const CLAIM_RECHECK_MS: u64 = 60_000;
 
+/// Claims a POST with an `Idempotency-Key` tries before giving up ([`Answer::Creating`]): each
+/// failed creation (or a solve that ended meanwhile) moves it on once.
+const MAX_KEYED_STEPS: usize = 8;
+
+/// A request to start a solve.
+pub struct Start<'a> {
+    /// The task JSON, for the engine's `create`.
+    pub task: &'a str,
+    /// Set for a request that names its solve with an idempotency key.
+    pub keyed: Option<KeyedStart<'a>>,
+    /// When the request's wait ends (epoch ms).
+    pub wait_until: u64,
+}
+
+/// What names a keyed solve: the client's token and key, and the request body its retries must
+/// repeat.
+pub struct KeyedStart<'a> {
+    pub token: &'a [u8],
+    pub key: &'a str,
+    pub body: &'a [u8],
+}
+
+/// Renders how a solve ended as the response stored for it and repeated to every later request
+/// until it expires: the API's business, not the lifecycle's.
+pub type Render<'a> = &'a dyn Fn(&str, &Outcome) -> anyhow::Result<StoredResult>;
+
+/// What a request learns about a solve: all the API renders.
+pub enum Answer {
+    /// The engine refused the task before anything was sent: nothing is stored.
+    Refused(Failure),
+    /// No such solve: never created, deleted, or expired.
+    Missing,
+    /// A solve started with this idempotency key and another body.
+    OtherRequest,
+    /// The solve of an idempotency key could not be created in [`MAX_KEYED_STEPS`] attempts.
+    Creating,
+    /// In flight: ask again in `retry_after_ms`.
+    Pending { retry_after_ms: u64 },
+    /// Admission needs the plan's size and it could not be read: the engine's failure. The
+    /// solve is unchanged.
+    Unadmitted(Failure),
+    /// The solve ended: its stored response (stored by this request, or earlier).
+    Finished(StoredResult),
+}
+
+/// Why a request could not go on: the store failed (or the deployment is broken). `id` is the
+/// solve's once one is stored; a failure before that has none, so a client retries its start.
+pub struct Stalled {
+    pub id: Option<String>,
+    pub error: anyhow::Error,
+}
+
+impl Stalled {
+    fn at(id: &str) -> impl FnOnce(anyhow::Error) -> Stalled + '_ {
+        move |error| Stalled { id: Some(id.to_owned()), error }
+    }
+
+    fn before(error: anyhow::Error) -> Stalled {
+        Stalled { id: None, error }
+    }
+}
+
+/// An answer about solve `id`, or why there is none.
+pub type Reply = Result<(Option<String>, Answer), Stalled>;
+
+/// Starts a solve: the engine validates the task (a refused one is answered at once, nothing
+/// stored or sent), it is created with its type's shared solve-times model (`crate::times`),
+/// stored, and driven for the wait, its ending rendered with `render` and stored.
+///
+/// With an idempotency key, the solve's id is [`ids::keyed_id`] of the token and the key, and
+/// only the request that wins its claim creates it: any other request with the same token, key
+/// and body continues that solve as [`resume`] does (or answers its stored response), so a
+/// client cut off mid-request retries and gets its solve, submitted once. The same key with
+/// another body is [`Answer::OtherRequest`]. The key lives as long as the solve.
+///
+/// An id is only answered once its record is stored: a record that turns out missing when the
+/// request next swaps it is a store failure ([`Stalled`] without an id).
+pub async fn start(kv: &Kv, settings: &Settings, start: Start<'_>, render: Render<'_>) -> Reply {
+    let now = now_ms();
+    sweep(kv);
+    let model = times::for_task(kv, start.task);
+    let created = match &model {
+        Some(model) => Solve::create_with_times(start.task, &settings.api_key, &settings.config, now, model),
+        None => Solve::create(start.task, &settings.api_key, &settings.config, now),
+    };
+    let task_type = model.as_ref().map(|m| m.task_type());
+    let solve = match created {
+        Ok(solve) => solve,
+        Err(failure) => {
+            metrics::failed(kv, failure.class, failure.origin);
+            return Ok((None, Answer::Refused(failure)));
+        }
+    };
+    let wait_until = start.wait_until;
+    let Some(keyed) = start.keyed else {
+        let id = new_id().map_err(Stalled::before)?;
+        let held = create(kv, settings, &id, &solve, None, task_type, wait_until).map_err(Stalled::before)?;
+        return drive_created(kv, settings, held, solve, render, wait_until).await;
+    };
+    // The first attempt's id, then the next attempt's whenever a claimer stopped before
+    // creating its solve (keyed solves, above); back to the first once the solve is gone.
+    let first = ids::keyed_id(keyed.token, keyed.key);
+    let fingerprint = ids::fingerprint(keyed.body);
+    let mut chain: Option<Chain> = None;
+    for _ in 0..MAX_KEYED_STEPS {
+        let id = chain.as_ref().map_or_else(|| first.clone(), |c| ids::nth_attempt(&c.first, c.before));
+        let claimed_at = now_ms();
+        if record::claim(kv, &id).map_err(Stalled::at(&id))? {
+            let keyed = Keyed { fingerprint, chain, claimed_at };
+            // No id in a failure: the solve may never be driven; the client retries.
+            let held = create(kv, settings, &id, &solve, Some(keyed), task_type.clone(), wait_until)
+                .map_err(Stalled::before)?;
+            return drive_created(kv, settings, held, solve, render, wait_until).await;
+        }
+        let joined = join(kv, settings, &id, &fingerprint, now_ms(), wait_until).await;
+        match joined.map_err(Stalled::at(&id))? {
+            Joined::Found(Found::Missing) => chain = None,
+            Joined::Found(found) => return answer(kv, settings, &id, found, render, wait_until).await,
+            Joined::NextAttempt => {
+                let before = chain.as_ref().map_or(1, |c| c.before + 1);
+                chain = Some(Chain { first: first.clone(), before });
+            }
+        }
+    }
+    Ok((None, Answer::Creating))
+}
+
+/// Continues solve `id` for a wait ending at `wait_until`: its stored response once it has
+/// ended (until that expires), else the solve driven from its stored state. An unknown id
+/// never touches the upstream.
+pub async fn resume(kv: &Kv, settings: &Settings, id: &str, render: Render<'_>, wait_until: u64) -> Reply {
+    let found = lease(kv, settings, id, None, wait_until).await.map_err(Stalled::at(id))?;
+    answer(kv, settings, id, found, render, wait_until).await
+}
+
+/// Drives a solve this request just created: one that turns out gone is a store failure,
+/// answered without its id.
+async fn drive_created(
+    kv: &Kv,
+    settings: &Settings,
+    held: Held,
+    solve: Solve,
+    render: Render<'_>,
+    wait_until: u64,
+) -> Reply {
+    let id = held.id.clone();
+    match drive(kv, settings, held, Some(solve), render, wait_until).await? {
+        Answer::Missing => {
+            Err(Stalled::before(StoreError::new(format!("solve {id} was not found right after it was stored")).into()))
+        }
+        answer => Ok((Some(id), answer)),
+    }
+}
+
+/// Answers about solve `id` from what [`lease`] found, driving it if leased.
+async fn answer(kv: &Kv, settings: &Settings, id: &str, found: Found, render: Render<'_>, wait_until: u64) -> Reply {
+    let answer = match found {
+        Found::Missing => Answer::Missing,
+        Found::OtherRequest => return Ok((None, Answer::OtherRequest)),
+        Found::Creating => return Ok((None, Answer::Creating)),
+        Found::Finished(result) => Answer::Finished(result),
+        Found::Pending { retry_after_ms } => Answer::Pending { retry_after_ms },
+        Found::Leased(held) => drive(kv, settings, *held, None, render, wait_until).await?,
+    };
+    Ok((Some(id.to_owned()), answer))
+}
+
+/// Drives the solve `held` (created by this request when `solve` is given) for the wait ending
+/// at `wait_until`: pending, or ended, rendered and stored.
+async fn drive(
+    kv: &Kv,
+    settings: &Settings,
+    held: Held,
+    solve: Option<Solve>,
+    render: Render<'_>,
+    wait_until: u64,
+) -> Result<Answer, Stalled> {
+    let id = held.id.clone();
+    let ended = match held.advance(kv, settings, solve, wait_until).await.map_err(Stalled::at(&id))? {
+        Advanced::Pending { retry_after_ms } => return Ok(Answer::Pending { retry_after_ms }),
+        Advanced::Gone => return Ok(Answer::Missing),
+        Advanced::Refused(failure) => return Ok(Answer::Unadmitted(failure)),
+        Advanced::Ended(ended) => ended,
+    };
+    let result = render(&id, &ended.outcome).map_err(Stalled::at(&id))?;
+    ended.settle(kv, &result).await.map_err(Stalled::at(&id))?;
+    Ok(Answer::Finished(result))
+}
+
 /// What a request finds at `solve/{id}` ([`lease`]).
-pub enum Found {
+enum Found {
     /// No such solve: never created, deleted, or expired (an expired one is removed now).
     Missing,
     /// A solve started with an `Idempotency-Key` and another body than this request's.
@@ -94,16 +282,18 @@ pub enum Found {
 }
 
 /// A solve whose lease this request holds.
-pub struct Held {
+struct Held {
     id: String,
     loaded: Loaded,
 }
 
 /// Where [`Held::advance`] left a solve.
-pub enum Advanced {
+enum Advanced {
     /// Still in flight, and this request no longer drives it: its lease is released, or the
-    /// record changed under it (deleted, or taken over after the lease ran out).
+    /// record changed under it (taken over after the lease ran out).
     Pending { retry_after_ms: u64 },
+    /// The record is gone: deleted or expired meanwhile, or never stored after all.
+    Gone,
     /// Admission needs the plan's size and it could not be read: the engine's failure. The
     /// lease is released and the solve unchanged.
     Refused(Failure),
@@ -118,7 +308,7 @@ pub enum Outcome {
 }
 
 /// A solve the engine ended whose ending is not stored yet (the lease still held).
-pub struct Ended {
+struct Ended {
     held: Held,
     outcome: Outcome,
     /// When the engine ended it (epoch ms).
@@ -132,28 +322,23 @@ fn lease_until(settings: &Settings, wait_until: u64) -> u64 {
     wait_until + PREPARE_MS + settings.upstream_timeout_ms + drive::LEASE_MARGIN_MS
 }
 
-/// Claims solve `id` for an `Idempotency-Key`: true for the one request that may [`create`] it.
-pub fn claim(kv: &Kv, id: &str) -> anyhow::Result<bool> {
-    record::claim(kv, id)
-}
-
 /// What a keyed solve's creator brings to [`create`].
-pub struct Keyed {
+struct Keyed {
     /// The body's fingerprint: a retry with the same key must bring the same body.
-    pub fingerprint: String,
+    fingerprint: String,
     /// The attempts before this one, if any.
-    pub chain: Option<Chain>,
+    chain: Option<Chain>,
     /// When the request sent its claim (epoch ms): the record must be written within
     /// [`CREATE_MS`] of it.
-    pub claimed_at: u64,
+    claimed_at: u64,
 }
 
-/// Creates solve `id` (fresh and random, or [`claim`]ed: nobody else writes its keys) from the
+/// Creates solve `id` (fresh and random, or claimed: nobody else writes its keys) from the
 /// engine's new `solve`: the task (`snapshot-base`) once, the record leased to this request for
 /// a wait ending at `wait_until`, and its entry in the expiry queue. A keyed solve is queued
 /// first (so a claim whose record never comes is swept) and fails with a [`StoreError`],
 /// submitting nothing, when its writes ended later than its deadline ([`Keyed::claimed_at`]).
-pub fn create(
+fn create(
     kv: &Kv,
     settings: &Settings,
     id: &str,
@@ -201,7 +386,7 @@ pub fn create(
 }
 
 /// What [`join`] found for a keyed solve another request claimed.
-pub enum Joined {
+enum Joined {
     /// The solve (never [`Found::Creating`]), or [`Found::Missing`] when it ended and expired
     /// or was deleted meanwhile, its claims with it: the key starts afresh.
     Found(Found),
@@ -214,7 +399,7 @@ pub enum Joined {
 /// `seen_at` (epoch ms, when its own claim's answer came back): waits for the record up to
 /// [`CREATE_MS`] + [`CLOCK_SKEW_MS`] after `seen_at`, even past `wait_until` (the claimer has
 /// that long), then [`lease`]s it for a wait ending at `wait_until`. `fingerprint`: the body's.
-pub async fn join(
+async fn join(
     kv: &Kv,
     settings: &Settings,
     id: &str,
@@ -241,9 +426,9 @@ pub async fn join(
 /// finished one. Every other outcome runs one bounded sweep ([`sweep`]).
 ///
 /// `request`: the body's fingerprint of a POST with an `Idempotency-Key` that lost the id's
-/// [`claim`]: the solve must have been started with the same body, and while its record is
+/// claim: the solve must have been started with the same body, and while its record is
 /// not there yet, the request waits for it within its wait.
-pub async fn lease(
+async fn lease(
     kv: &Kv,
     settings: &Settings,
     id: &str,
@@ -303,7 +488,7 @@ impl Held {
     /// engine (`solve` if this request created it, else restored from the stored task and
     /// state), checkpointing the state after each upstream result. A pending solve keeps its
     /// state and gives up the lease; an ended one is returned still leased, for [`Ended::settle`].
-    pub async fn advance(
+    async fn advance(
         mut self,
         kv: &Kv,
         settings: &Settings,
@@ -312,7 +497,7 @@ impl Held {
     ) -> anyhow::Result<Advanced> {
         let lease_until = self.loaded.record.lease.as_ref().map_or(0, |l| l.until);
         if self.loaded.record.submitting.is_some() && !self.doubt(kv)? {
-            return Ok(Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS });
+            return changed(kv, &self.id);
         }
         if let Some(answer) = self.admit(kv, settings, lease_until, wait_until).await? {
             return Ok(answer);
@@ -324,13 +509,15 @@ impl Held {
         let progress = self.run(kv, settings, &solve, lease_until, wait_until).await?;
         let at = now_ms();
         let outcome = match progress {
-            Progress::Lost => return Ok(Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS }),
+            Progress::Lost => return changed(kv, &self.id),
             Progress::Pending { retry_after_ms, due } => {
                 let mut next = self.loaded.record.clone();
                 next.state = Some(solve.snapshot_state());
                 next.lease = None;
                 next.due = due;
-                record::swap(kv, &self.id, &mut self.loaded, next)?;
+                if let Swapped::Conflict = record::swap(kv, &self.id, &mut self.loaded, next)? {
+                    return changed(kv, &self.id);
+                }
                 return Ok(Advanced::Pending { retry_after_ms });
             }
             Progress::Solved(solution) => Outcome::Solved(solution),
@@ -376,7 +563,7 @@ impl Held {
                 next.slot = None;
                 next.slot_exp = 0;
                 if let Swapped::Conflict = record::swap(kv, id, &mut self.loaded, next)? {
-                    return Ok(Some(Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS }));
+                    return changed(kv, id).map(Some);
                 }
             }
         }
@@ -386,7 +573,9 @@ impl Held {
         let capacity = match plan::threads(kv, settings).await? {
             Ok(threads) => threads,
             Err(failure) => {
-                release(kv, id, &mut self.loaded)?;
+                if let Swapped::Conflict = release(kv, id, &mut self.loaded)? {
+                    return changed(kv, id).map(Some);
+                }
                 return Ok(Some(Advanced::Refused(failure)));
             }
         };
@@ -400,12 +589,14 @@ impl Held {
                 next.slot_exp = lease_until;
                 if let Swapped::Conflict = record::swap(kv, id, &mut self.loaded, next)? {
                     budget::release(kv, n, id)?;
-                    return Ok(Some(Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS }));
+                    return changed(kv, id).map(Some);
                 }
                 return Ok(None);
             }
             if now_ms() + QUEUE_POLL_MS > wait_until {
-                release(kv, id, &mut self.loaded)?;
+                if let Swapped::Conflict = release(kv, id, &mut self.loaded)? {
+                    return changed(kv, id).map(Some);
+                }
                 return Ok(Some(Advanced::Pending { retry_after_ms: QUEUE_POLL_MS * 2 }));
             }
             sleep_ms(QUEUE_POLL_MS).await;
@@ -493,17 +684,11 @@ impl drive::Checkpoint for Checkpoints<'_> {
 }
 
 impl Ended {
-    /// How the engine ended the solve.
-    pub fn outcome(&self) -> &Outcome {
-        &self.outcome
-    }
-
-    /// Stores the solve's rendered response (`status`, `body`) in place of its state, to be
-    /// repeated until the token expires (a solution's `expires-at`) or for
-    /// [`RESULT_RETENTION_MS`], and gives back the task and the thread slot. Counted in the
-    /// metrics by the one request whose swap stores it; a request that lost the lease meanwhile
-    /// stores nothing.
-    pub async fn settle(mut self, kv: &Kv, status: u16, body: &Value) -> anyhow::Result<()> {
+    /// Stores the solve's rendered response in place of its state, to be repeated until the
+    /// token expires (a solution's `expires-at`) or for [`RESULT_RETENTION_MS`], and gives back
+    /// the task and the thread slot. Counted in the metrics by the one request whose swap stores
+    /// it; a request that lost the lease meanwhile stores nothing.
+    async fn settle(mut self, kv: &Kv, result: &StoredResult) -> anyhow::Result<()> {
         let exp = match &self.outcome {
             Outcome::Solved(solution) => {
                 let keep_until = solution.solved_at + RESULT_RETENTION_MS;
@@ -520,7 +705,7 @@ impl Ended {
             lease: None,
             slot: None,
             slot_exp: 0,
-            result: Some(StoredResult { status, body: body.clone() }),
+            result: Some(result.clone()),
             due: None,
             rev: String::new(),
             submitting: None,
@@ -549,10 +734,20 @@ impl Ended {
 }
 
 /// Ends the lease, keeping the solve's state.
-fn release(kv: &Kv, id: &str, loaded: &mut Loaded) -> anyhow::Result<()> {
+fn release(kv: &Kv, id: &str, loaded: &mut Loaded) -> anyhow::Result<Swapped> {
     let mut next = loaded.record.clone();
     next.lease = None;
-    record::swap(kv, id, loaded, next).map(drop)
+    record::swap(kv, id, loaded, next)
+}
+
+/// Where a solve stands whose record changed under this request's lease: taken over by
+/// another driver (pending), or gone. Read once, so an id is never answered pending unless its
+/// record is there.
+fn changed(kv: &Kv, id: &str) -> anyhow::Result<Advanced> {
+    Ok(match record::load(kv, id)? {
+        Some(_) => Advanced::Pending { retry_after_ms: CONTENDED_RETRY_MS },
+        None => Advanced::Gone,
+    })
 }
 
 /// Removes an expired solve and gives back its thread slot.

@@ -15,7 +15,10 @@ use crate::upstream;
 /// How long a plan size read from `threadsinfo` is used before it is read again, ms.
 pub const PLAN_TTL_MS: u64 = 60_000;
 
-/// The value at `threads/plan`.
+/// Where the cached plan size is kept.
+pub const PLAN_KEY: &str = "threads/plan";
+
+/// The value at [`PLAN_KEY`].
 #[derive(Serialize, Deserialize)]
 struct Plan {
     exp: u64,
@@ -25,7 +28,7 @@ struct Plan {
 /// The plan's threads: cached, else read through the engine. When reading fails, a stale
 /// cached value is used; with none, the engine's failure is the answer.
 pub async fn threads(kv: &Kv, settings: &Settings) -> anyhow::Result<Result<u64, Failure>> {
-    let cached = kv.get_json::<Plan>("threads/plan")?;
+    let cached = kv.get_json::<Plan>(PLAN_KEY)?;
     let now = now_ms();
     if let Some(plan) = &cached
         && plan.exp > now
@@ -34,7 +37,7 @@ pub async fn threads(kv: &Kv, settings: &Settings) -> anyhow::Result<Result<u64,
     }
     match threads_info(kv, settings).await? {
         Ok(info) => {
-            kv.set_json("threads/plan", &Plan { exp: now_ms() + PLAN_TTL_MS, threads: info.threads })?;
+            kv.set_json(PLAN_KEY, &Plan { exp: now_ms() + PLAN_TTL_MS, threads: info.threads })?;
             Ok(Ok(info.threads))
         }
         Err(failure) => Ok(cached.map(|plan| plan.threads).ok_or(failure)),

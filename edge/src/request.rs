@@ -10,6 +10,7 @@ pub const SOLVE_PREFIX: &str = "/v1/solve/";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route<'a> {
     Healthz,
+    Readyz,
     Metrics,
     /// `/v1/solve`.
     Solves,
@@ -28,6 +29,7 @@ impl Route<'_> {
     pub fn name(self) -> &'static str {
         match self {
             Route::Healthz => "/healthz",
+            Route::Readyz => "/readyz",
             Route::Metrics => "/metrics",
             Route::Solves => "/v1/solve",
             Route::Threads => "/v1/threads",
@@ -41,6 +43,7 @@ impl Route<'_> {
 pub fn route(path: &str) -> Route<'_> {
     match path {
         "/healthz" => Route::Healthz,
+        "/readyz" => Route::Readyz,
         "/metrics" => Route::Metrics,
         "/v1/solve" => Route::Solves,
         "/v1/threads" => Route::Threads,

@@ -1,7 +1,11 @@
-//! Deployment settings from Spin variables (see spin.toml). Values are secrets where marked and
-//! are never logged.
+//! Deployment settings from Spin variables (see spin.toml), read once per instance. Values are
+//! secrets where marked and are never logged; a setting that cannot be used is a
+//! [`SettingsError`] naming the variable (never its value), answered by every route that needs
+//! the settings and by `/healthz`.
 
-use crate::engine::Config;
+use std::sync::{Arc, OnceLock};
+
+use crate::engine::{self, Config};
 
 /// The wait a client gets when it asks for none, seconds.
 pub const DEFAULT_WAIT_S: u64 = 4;
@@ -13,6 +17,8 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// `abandon_after_ms` unless set: how long a solve nobody drives is kept after it could last
 /// have made progress (its last lease, or its deadline plus one request timeout), ms.
 const DEFAULT_ABANDON_AFTER_MS: u64 = 60_000;
+/// The range `abandon_after_ms` may take, ms: at most a day (more is taken for a typo).
+const ABANDON_AFTER_RANGE_MS: std::ops::RangeInclusive<u64> = 0..=86_400_000;
 /// How long a finished solve's response is kept for `GET` to repeat it, ms, when the engine
 /// gives no earlier expiry (a token's `expires_at` ends it sooner). `DELETE` ends it at once.
 pub const RESULT_RETENTION_MS: u64 = 600_000;
@@ -32,31 +38,64 @@ pub struct Settings {
     pub abandon_after_ms: u64,
     /// The token for `GET /metrics` (secret); when unset, any client token is accepted there.
     pub metrics_token: Option<String>,
-    /// The engine config for every solve: base URL and upstream timeout (the rest are the
-    /// engine's defaults).
+    /// The engine config for every solve: base URL, upstream timeout and deadline (the rest are
+    /// the engine's defaults), checked by the engine when the settings are read.
     pub config: Config,
 }
 
+/// A deployment problem with the variables: its message names the variable and what it must
+/// be, never the value.
+#[derive(Clone, Debug)]
+pub struct SettingsError(String);
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// The settings of this instance (an instance serves many requests under Spin 4.1, up to 128),
+/// read at its first request that needs them. A [`SettingsError`] is kept too: the variables do
+/// not change while the instance lives.
+pub async fn get() -> Result<Arc<Settings>, SettingsError> {
+    static SETTINGS: OnceLock<Result<Arc<Settings>, SettingsError>> = OnceLock::new();
+    if let Some(settings) = SETTINGS.get() {
+        return settings.clone();
+    }
+    let loaded = Settings::load().await.map(Arc::new);
+    // Two requests of one instance may both read the variables first; the first kept wins.
+    SETTINGS.get_or_init(|| loaded).clone()
+}
+
 impl Settings {
-    /// Reads the variables. A missing required variable is a deployment error (500).
-    pub async fn load() -> anyhow::Result<Settings> {
-        let var = |name: &'static str| async move { spin_sdk::variables::get(name).await };
-        let api_key = var("captchaai_key").await.map_err(|_| anyhow::anyhow!("variable captchaai_key is not set"))?;
-        let tokens = var("client_tokens").await.map_err(|_| anyhow::anyhow!("variable client_tokens is not set"))?;
+    /// Reads and checks the variables.
+    async fn load() -> Result<Settings, SettingsError> {
+        let var = |name: &'static str| async move { spin_sdk::variables::get(name).await.ok() };
+        let missing = |name: &str| SettingsError(format!("the variable {name} is not set"));
+        let api_key = var("captchaai_key").await.ok_or_else(|| missing("captchaai_key"))?;
+        let tokens = var("client_tokens").await.ok_or_else(|| missing("client_tokens"))?;
         let client_tokens: Vec<String> =
             tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+        if client_tokens.is_empty() {
+            return Err(SettingsError("the variable client_tokens holds no token (comma-separated)".into()));
+        }
         // Without `api_base` the engine's default (CaptchaAI itself) applies.
-        let base_url = var("api_base").await.ok();
-        let upstream_timeout_ms = var("upstream_timeout_ms")
-            .await
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
+        let base_url = var("api_base").await.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
+        let upstream_timeout_ms = milliseconds("upstream_timeout_ms", var("upstream_timeout_ms").await)?
             .unwrap_or(DEFAULT_UPSTREAM_TIMEOUT_MS);
-        let metrics_token = var("metrics_token").await.ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-        let number = |value: Option<String>| value.and_then(|v| v.trim().parse::<u64>().ok());
-        let abandon_after_ms = number(var("abandon_after_ms").await.ok()).unwrap_or(DEFAULT_ABANDON_AFTER_MS);
-        // The engine validates it (a bad value fails every solve with the field named).
-        let deadline_ms = number(var("solve_deadline_ms").await.ok());
+        let metrics_token = var("metrics_token").await.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let abandon_after_ms =
+            milliseconds("abandon_after_ms", var("abandon_after_ms").await)?.unwrap_or(DEFAULT_ABANDON_AFTER_MS);
+        if !ABANDON_AFTER_RANGE_MS.contains(&abandon_after_ms) {
+            return Err(SettingsError(format!(
+                "the variable abandon_after_ms must be from {} to {} ms",
+                ABANDON_AFTER_RANGE_MS.start(),
+                ABANDON_AFTER_RANGE_MS.end()
+            )));
+        }
+        let deadline_ms = milliseconds("solve_deadline_ms", var("solve_deadline_ms").await)?;
         let config = Config {
             base_url,
             request_timeout_ms: Some(upstream_timeout_ms),
@@ -69,6 +108,26 @@ impl Settings {
             jitter_seed: None,
             max_jitter_ms: None,
         };
+        // The engine's own check, naming the field: the variable that sets it is the problem.
+        engine::check_config(&config).map_err(|failure| {
+            let variable = match failure.field.as_deref() {
+                Some("base_url") => "api_base",
+                Some("request_timeout_ms") => "upstream_timeout_ms",
+                Some("deadline_ms") => "solve_deadline_ms",
+                _ => "(a setting)",
+            };
+            SettingsError(format!("the variable {variable} is refused by the engine: {}", failure.message))
+        })?;
         Ok(Settings { upstream_timeout_ms, api_key, client_tokens, abandon_after_ms, metrics_token, config })
     }
+}
+
+/// A milliseconds variable: `None` when unset or empty, else whole milliseconds (decimal digits
+/// only, surrounding spaces ignored) or a [`SettingsError`] naming `name`.
+fn milliseconds(name: &str, value: Option<String>) -> Result<Option<u64>, SettingsError> {
+    let Some(value) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else { return Ok(None) };
+    if !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SettingsError(format!("the variable {name} must be whole milliseconds (decimal digits only)")));
+    }
+    value.parse().map(Some).map_err(|_| SettingsError(format!("the variable {name} is too large")))
 }
