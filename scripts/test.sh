@@ -27,7 +27,7 @@ if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >/dev/null 2>&1 \
     || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server >/dev/null; }
 fi
-# nginx and sqlite3 for the docs check's proxy and SQLite tests (docs/operating.md, deploy/nginx.conf).
+# nginx and sqlite3 for the docs check's proxy and SQLite tests (docs/operating.md, docs/operating-reference.md, deploy/nginx.conf).
 if ! { command -v nginx && command -v sqlite3; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   echo "test: installing nginx and sqlite3 with apt-get" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx sqlite3 >/dev/null 2>&1 \

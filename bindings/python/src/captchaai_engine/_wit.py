@@ -3,9 +3,9 @@
 wasmtime-py's stock ``Func.__call__`` re-reads the function type and every nested record, variant
 and option type through FFI on each call, and decides per call whether a variant is "tagged" (a
 ``Variant``) or returned bare, depending on whether its cases differ by Python type (measured:
-~390 µs for one ``poll-output``; see ../shared/docs/toolchain-wasm-hosts.md). Here the types are
-read once per function and compiled into plain Python converters, and every value has one fixed
-shape:
+~390 µs for one ``poll-output``; ``benches/overhead.py`` times the stock call against this module).
+Here the types are read once per function and compiled into plain Python converters, and every
+value has one fixed shape:
 
 - record: ``dict`` keyed by the WIT field names (kebab-case);
 - variant and result: ``(tag, payload)`` (payload ``None`` for a case without one);
