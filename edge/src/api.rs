@@ -22,15 +22,15 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 use spin_sdk::http::{FullBody, Request};
-use subtle::ConstantTimeEq;
 
+use crate::budget::{self, Pool};
 use crate::clock::now_ms;
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution};
 use crate::kv::{Kv, StoreError};
-use crate::lifecycle::{self, Answer, Outcome, StoredResult};
+use crate::lifecycle::{self, Answer, Ending, Outcome, StoredResult};
 use crate::request::{self, Route};
-use crate::settings::{self, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings, SettingsError};
-use crate::{budget, metrics, plan};
+use crate::settings::{self, Client, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings, SettingsError};
+use crate::{auth, ids, metrics, plan};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -237,21 +237,19 @@ async fn route(request: Request) -> Routed {
     }
     let settings = settings?;
     if route == Route::Metrics {
-        authenticate(
-            &request,
-            settings
-                .metrics_token
-                .as_slice()
-                .iter()
-                .chain(settings.metrics_token.is_none().then_some(&settings.client_tokens).into_iter().flatten()),
-        )
+        let clients = settings.clients.iter().map(|c| c.token.as_str());
+        match &settings.metrics_token {
+            Some(token) => authenticate(&request, std::iter::once(token.as_str())),
+            None => authenticate(&request, clients),
+        }
         .map_err(|r| (r, None))?;
         return match method {
             Method::GET | Method::HEAD => metrics_page(&settings).await.map(|r| (r, None)).map_err(|r| (r, None)),
             _ => wrong_method("GET, HEAD"),
         };
     }
-    let token = authenticate(&request, settings.client_tokens.iter()).map_err(|r| (r, None))?;
+    let client = authenticate(&request, settings.clients.iter().map(|c| c.token.as_str())).map_err(|r| (r, None))?;
+    let client = &settings.clients[client];
     let wait = request::wait_seconds(request.uri().query(), DEFAULT_WAIT_S, MAX_WAIT_S).ok_or_else(|| {
         let message = format!("`wait` must be whole seconds from 0 to {MAX_WAIT_S}");
         let reject = Reject::new(StatusCode::BAD_REQUEST, "INVALID_WAIT", message);
@@ -259,7 +257,7 @@ async fn route(request: Request) -> Routed {
     })?;
     let kv = Kv::open().map_err(|e| (Reject::internal(e), None))?;
     match (route, method) {
-        (Route::Solves, Method::POST) => start(request, &token, &kv, &settings, wait).await,
+        (Route::Solves, Method::POST) => start(request, client, &kv, &settings, wait).await,
         (Route::Solves, _) => wrong_method("POST"),
         (Route::Threads, Method::GET | Method::HEAD) => {
             threads(&kv, &settings).await.map(|r| (r, None)).map_err(|r| (r, None))
@@ -283,25 +281,12 @@ fn ready() -> Result<Response, Reject> {
 }
 
 /// Checks `Authorization: Bearer <token>` against every accepted token in constant time;
-/// returns the token presented.
-fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a String>) -> Result<Vec<u8>, Reject> {
+/// returns the index of the token presented.
+fn authenticate<'a>(request: &Request, accepted: impl Iterator<Item = &'a str>) -> Result<usize, Reject> {
     let header = request.headers().get(http::header::AUTHORIZATION).map(HeaderValue::as_bytes);
-    let mut matched = subtle::Choice::from(0);
-    let presented = request::bearer_token(header);
-    if let Some(presented) = presented {
-        for token in accepted {
-            matched |= token.as_bytes().ct_eq(presented);
-        }
-    }
-    if bool::from(matched) {
-        Ok(presented.unwrap_or_default().to_vec())
-    } else {
-        Err(Reject::new(
-            StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
-            "a valid `Authorization: Bearer <token>` is required",
-        ))
-    }
+    request::bearer_token(header).and_then(|presented| auth::find(presented, accepted)).ok_or_else(|| {
+        Reject::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "a valid `Authorization: Bearer <token>` is required")
+    })
 }
 
 /// The `Idempotency-Key` of a request, if it has one: `Err` (400) for a malformed one or more
@@ -324,13 +309,20 @@ fn idempotency_key(request: &Request) -> Result<Option<String>, Reject> {
 
 /// `POST /v1/solve`: reads the task and starts its solve ([`lifecycle::start`]: nothing is sent
 /// for a task the engine refuses), driven for up to `wait` seconds.
-async fn start(request: Request, token: &[u8], kv: &Kv, settings: &Settings, wait: u64) -> Routed {
+async fn start(request: Request, client: &Client, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
     let key = idempotency_key(&request).map_err(|r| (r, None))?;
     let body = read_body(request).await.map_err(|r| (r, None))?;
     let task = std::str::from_utf8(&body)
         .map_err(|_| (Reject::new(StatusCode::BAD_REQUEST, "INVALID_BODY", "the body must be UTF-8 JSON"), None))?;
-    let keyed = key.as_deref().map(|key| lifecycle::KeyedStart { token, key, body: &body });
-    let start = lifecycle::Start { task, keyed, wait_until: now_ms() + wait * 1_000 };
+    let keyed = key.as_deref().map(|key| lifecycle::KeyedStart { token: client.token.as_bytes(), key, body: &body });
+    let start = lifecycle::Start {
+        task,
+        owner: &client.label,
+        new_id: ids::new_id,
+        keyed,
+        wait_until: now_ms() + wait * 1_000,
+        queue: true,
+    };
     reply(lifecycle::start(kv, settings, start, &render).await)
 }
 
@@ -363,7 +355,7 @@ async fn read_body(request: Request) -> Result<Bytes, Reject> {
 
 /// `GET /v1/solve/{id}`: the solve continued for up to `wait` seconds ([`lifecycle::resume`]).
 async fn resume(id: &str, kv: &Kv, settings: &Settings, wait: u64) -> Routed {
-    reply(lifecycle::resume(kv, settings, id, &render, now_ms() + wait * 1_000).await)
+    reply(lifecycle::resume(kv, settings, id, None, &render, now_ms() + wait * 1_000).await)
 }
 
 /// A lifecycle answer as the response: 202 while in flight, the stored response once ended.
@@ -388,14 +380,15 @@ fn reply(reply: lifecycle::Reply) -> Routed {
             Ok((pending(&id, retry_after_ms), Some(id)))
         }
         Answer::Finished(result) => Ok((stored_response(result), id)),
+        Answer::Busy => Err((Reject::internal(anyhow::anyhow!("a /v1 solve refused to queue")), None)),
     }
 }
 
 /// How a solve ended, as its stored response: the solution (200) or the error body.
-fn render(id: &str, outcome: &Outcome) -> anyhow::Result<StoredResult> {
-    let (status, body) = match outcome {
-        Outcome::Solved(solution) => (StatusCode::OK, solution_body(id, solution)?),
-        Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(id)),
+fn render(ending: &Ending) -> anyhow::Result<StoredResult> {
+    let (status, body) = match ending.outcome {
+        Outcome::Solved(solution) => (StatusCode::OK, solution_body(ending.id, solution)?),
+        Outcome::Failed(failure) => Reject::from_failure(failure).render(Some(ending.id)),
     };
     Ok(StoredResult { status: status.as_u16(), body })
 }
@@ -460,8 +453,18 @@ async fn threads(kv: &Kv, settings: &Settings) -> Result<Response, Reject> {
 async fn metrics_page(settings: &Settings) -> Result<Response, Reject> {
     let kv = Kv::open().map_err(Reject::internal)?;
     let plan = plan::threads(&kv, settings).await.map_err(Reject::internal)?.ok();
-    let busy = budget::busy(&kv, plan.unwrap_or(0)).map_err(Reject::internal)?;
-    let text = metrics::render(&kv, busy, plan).map_err(Reject::internal)?;
+    let busy = budget::busy(&kv, Pool::Plan, plan.unwrap_or(0)).map_err(Reject::internal)?;
+    let mut clients = Vec::new();
+    for client in &settings.clients {
+        let share = match client.threads {
+            Some(share) => {
+                Some((budget::busy(&kv, Pool::Client(&client.label), share).map_err(Reject::internal)?, share))
+            }
+            None => None,
+        };
+        clients.push((client.label.as_str(), share));
+    }
+    let text = metrics::render(&kv, busy, plan, &clients).map_err(Reject::internal)?;
     let mut response = http::Response::new(FullBody::new(Bytes::from(text)));
     response
         .headers_mut()

@@ -7,6 +7,10 @@
 //! slot whose holder vanished frees itself. A slot key is created once, by
 //! whoever wins its `threads/slot/{n}/init` ticket (an `increment`), so no compare-and-swap ever
 //! meets an absent key (docs/state.md).
+//!
+//! A client with a share of the plan (`client_threads`) also holds one of its own slots
+//! `threads/client/{label}/slot/{n}`, `n < share`, taken first and kept the same way: a
+//! [`Pool`] of its own.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,30 +29,43 @@ struct Slot {
     rev: String,
 }
 
-fn slot_key(n: u64) -> String {
-    format!("threads/slot/{n}")
+/// A set of slots: the plan's, or one client's share of it.
+#[derive(Clone, Copy)]
+pub enum Pool<'a> {
+    Plan,
+    /// The client with this label.
+    Client(&'a str),
 }
 
-/// Takes a free (or expired) slot below `capacity` for solve `id` until `exp`.
-pub fn acquire(kv: &Kv, id: &str, capacity: u64, exp: u64) -> anyhow::Result<Option<u64>> {
+impl Pool<'_> {
+    fn slot_key(self, n: u64) -> String {
+        match self {
+            Pool::Plan => format!("threads/slot/{n}"),
+            Pool::Client(label) => format!("threads/client/{label}/slot/{n}"),
+        }
+    }
+}
+
+/// Takes a free (or expired) slot of `pool` below `capacity` for solve `id` until `exp`.
+pub fn acquire(kv: &Kv, pool: Pool, id: &str, capacity: u64, exp: u64) -> anyhow::Result<Option<u64>> {
     let start = random_u64()? % capacity.max(1);
     for i in 0..capacity {
         let n = (start + i) % capacity;
-        if take(kv, n, id, exp, false)? {
+        if take(kv, pool, n, id, exp, false)? {
             return Ok(Some(n));
         }
     }
     Ok(None)
 }
 
-/// Extends slot `n` to `exp` if `id` still holds it; false if it does not.
-pub fn renew(kv: &Kv, n: u64, id: &str, exp: u64) -> anyhow::Result<bool> {
-    take(kv, n, id, exp, true)
+/// Extends slot `n` of `pool` to `exp` if `id` still holds it; false if it does not.
+pub fn renew(kv: &Kv, pool: Pool, n: u64, id: &str, exp: u64) -> anyhow::Result<bool> {
+    take(kv, pool, n, id, exp, true)
 }
 
-/// Frees slot `n` if `id` holds it.
-pub fn release(kv: &Kv, n: u64, id: &str) -> anyhow::Result<()> {
-    let key = slot_key(n);
+/// Frees slot `n` of `pool` if `id` holds it.
+pub fn release(kv: &Kv, pool: Pool, n: u64, id: &str) -> anyhow::Result<()> {
+    let key = pool.slot_key(n);
     let (current, cas) = kv.cas(&key)?;
     let Some(slot) = current.and_then(|bytes| serde_json::from_slice::<Slot>(&bytes).ok()) else { return Ok(()) };
     if slot.holder == id {
@@ -58,12 +75,12 @@ pub fn release(kv: &Kv, n: u64, id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Slots below `capacity` held now.
-pub fn busy(kv: &Kv, capacity: u64) -> anyhow::Result<u64> {
+/// Slots of `pool` below `capacity` held now.
+pub fn busy(kv: &Kv, pool: Pool, capacity: u64) -> anyhow::Result<u64> {
     let now = now_ms();
     let mut busy = 0;
     for n in 0..capacity {
-        if let Some(slot) = kv.get_json::<Slot>(&slot_key(n))?
+        if let Some(slot) = kv.get_json::<Slot>(&pool.slot_key(n))?
             && !slot.holder.is_empty()
             && slot.exp > now
         {
@@ -73,9 +90,10 @@ pub fn busy(kv: &Kv, capacity: u64) -> anyhow::Result<u64> {
     Ok(busy)
 }
 
-/// Sets slot `n` to (`id`, `exp`) if it is free, expired, or (`renewing`) held by `id`.
-fn take(kv: &Kv, n: u64, id: &str, exp: u64, renewing: bool) -> anyhow::Result<bool> {
-    let key = slot_key(n);
+/// Sets slot `n` of `pool` to (`id`, `exp`) if it is free, expired, or (`renewing`) held by
+/// `id`.
+fn take(kv: &Kv, pool: Pool, n: u64, id: &str, exp: u64, renewing: bool) -> anyhow::Result<bool> {
+    let key = pool.slot_key(n);
     let (current, cas) = kv.cas(&key)?;
     let Some(bytes) = current else {
         // Created once, by the winner of the init ticket; the others skip it this time.
@@ -84,7 +102,7 @@ fn take(kv: &Kv, n: u64, id: &str, exp: u64, renewing: bool) -> anyhow::Result<b
         }
         let free = Slot { exp: 0, holder: String::new(), rev: new_id()? };
         kv.set_json(&key, &free)?;
-        return take(kv, n, id, exp, renewing);
+        return take(kv, pool, n, id, exp, renewing);
     };
     let free = match serde_json::from_slice::<Slot>(&bytes) {
         Ok(slot) if renewing => slot.holder == id,

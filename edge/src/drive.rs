@@ -39,6 +39,16 @@ fn misuse(m: crate::engine::Misuse) -> anyhow::Error {
     anyhow::anyhow!("engine misuse: {m:?}")
 }
 
+/// The solve's ending, if the engine has ended it by now (its deadline passed before its next
+/// request went out, or it ended before): asked without sending anything.
+pub fn ended(solve: &Solve) -> anyhow::Result<Option<Progress>> {
+    Ok(match solve.poll_output(now_ms()).map_err(misuse)? {
+        Output::Solved(solution) => Some(Progress::Solved(solution)),
+        Output::Failed(failure) => Some(Progress::Failed(failure)),
+        Output::Send(_) => None,
+    })
+}
+
 /// Runs `solve` until it ends, or until its next request is due after `wait_until` (epoch ms).
 /// An upstream request only starts by `wait_until` (the first one that is due may always start,
 /// so even `wait=0` makes progress) and only if it ends, timeout included, before

@@ -18,6 +18,7 @@
 //! - `GET /readyz`: readiness: one read of the key-value store, no auth.
 
 mod api;
+mod auth;
 mod budget;
 mod clock;
 mod drive;

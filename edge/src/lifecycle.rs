@@ -41,13 +41,14 @@ mod record;
 pub use record::StoredResult;
 use record::{Chain, Lease, Loaded, SolveRecord};
 
+use crate::budget::{self, Pool};
 use crate::clock::{now_ms, sleep_ms};
 use crate::drive::{self, Progress};
 use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
 use crate::ids::{self, new_id, next_attempt};
 use crate::kv::{Kv, StoreError, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
-use crate::{budget, metrics, plan, sweep, times};
+use crate::{metrics, plan, sweep, times};
 
 /// Time a request may spend before its first upstream send (lease, plan lookup, thread slot), ms.
 const PREPARE_MS: u64 = 2_000;
@@ -82,10 +83,18 @@ const MAX_KEYED_STEPS: usize = 8;
 pub struct Start<'a> {
     /// The task JSON, for the engine's `create`.
     pub task: &'a str,
+    /// The label of the client starting it (`crate::settings::Client`).
+    pub owner: &'a str,
+    /// Makes the id of a solve started without a key (`ids::new_id`, or the id `in.php` hands
+    /// out).
+    pub new_id: fn() -> anyhow::Result<String>,
     /// Set for a request that names its solve with an idempotency key.
     pub keyed: Option<KeyedStart<'a>>,
     /// When the request's wait ends (epoch ms).
     pub wait_until: u64,
+    /// Whether a solve that finds every thread its client may use busy waits for one (a queue)
+    /// or is removed at once ([`Answer::Busy`]).
+    pub queue: bool,
 }
 
 /// What names a keyed solve: the client's token and key, and the request body its retries must
@@ -98,7 +107,15 @@ pub struct KeyedStart<'a> {
 
 /// Renders how a solve ended as the response stored for it and repeated to every later request
 /// until it expires: the API's business, not the lifecycle's.
-pub type Render<'a> = &'a dyn Fn(&str, &Outcome) -> anyhow::Result<StoredResult>;
+pub type Render<'a> = &'a dyn Fn(&Ending) -> anyhow::Result<StoredResult>;
+
+/// How a solve ended, for its [`Render`].
+pub struct Ending<'a> {
+    pub id: &'a str,
+    /// Its captcha type (the `type` in its task JSON), where the engine knows the type.
+    pub task_type: Option<&'a str>,
+    pub outcome: &'a Outcome,
+}
 
 /// What a request learns about a solve: all the API renders.
 pub enum Answer {
@@ -117,6 +134,9 @@ pub enum Answer {
     Unadmitted(Failure),
     /// The solve ended: its stored response (stored by this request, or earlier).
     Finished(StoredResult),
+    /// Every thread its client may use was busy, and the request asked not to queue: the solve
+    /// is removed, nothing was sent.
+    Busy,
 }
 
 /// Why a request could not go on: the store failed (or the deployment is broken). `id` is the
@@ -163,14 +183,15 @@ pub async fn start(kv: &Kv, settings: &Settings, start: Start<'_>, render: Rende
     let solve = match created {
         Ok(solve) => solve,
         Err(failure) => {
-            metrics::failed(kv, failure.class, failure.origin);
+            metrics::failed(kv, Some(start.owner), failure.class, failure.origin);
             return Ok((None, Answer::Refused(failure)));
         }
     };
     let wait_until = start.wait_until;
+    let made = Made { solve: &solve, owner: start.owner, task_type, accepted_at: now, queue: start.queue };
     let Some(keyed) = start.keyed else {
-        let id = new_id().map_err(Stalled::before)?;
-        let held = create(kv, settings, &id, &solve, None, task_type, wait_until).map_err(Stalled::before)?;
+        let id = (start.new_id)().map_err(Stalled::before)?;
+        let held = create(kv, settings, &id, &made, None, wait_until).map_err(Stalled::before)?;
         return drive_created(kv, settings, held, solve, render, wait_until).await;
     };
     // The first attempt's id, then the next attempt's whenever a claimer stopped before
@@ -184,8 +205,7 @@ pub async fn start(kv: &Kv, settings: &Settings, start: Start<'_>, render: Rende
         if record::claim(kv, &id).map_err(Stalled::at(&id))? {
             let keyed = Keyed { fingerprint, chain, claimed_at };
             // No id in a failure: the solve may never be driven; the client retries.
-            let held = create(kv, settings, &id, &solve, Some(keyed), task_type.clone(), wait_until)
-                .map_err(Stalled::before)?;
+            let held = create(kv, settings, &id, &made, Some(keyed), wait_until).map_err(Stalled::before)?;
             return drive_created(kv, settings, held, solve, render, wait_until).await;
         }
         let joined = join(kv, settings, &id, &fingerprint, now_ms(), wait_until).await;
@@ -203,9 +223,17 @@ pub async fn start(kv: &Kv, settings: &Settings, start: Start<'_>, render: Rende
 
 /// Continues solve `id` for a wait ending at `wait_until`: its stored response once it has
 /// ended (until that expires), else the solve driven from its stored state. An unknown id
-/// never touches the upstream.
-pub async fn resume(kv: &Kv, settings: &Settings, id: &str, render: Render<'_>, wait_until: u64) -> Reply {
-    let found = lease(kv, settings, id, None, wait_until).await.map_err(Stalled::at(id))?;
+/// never touches the upstream; neither does a solve of another client than `owner`, when
+/// given: it is [`Answer::Missing`].
+pub async fn resume(
+    kv: &Kv,
+    settings: &Settings,
+    id: &str,
+    owner: Option<&str>,
+    render: Render<'_>,
+    wait_until: u64,
+) -> Reply {
+    let found = lease(kv, settings, id, Lessee { request: None, owner }, wait_until).await.map_err(Stalled::at(id))?;
     answer(kv, settings, id, found, render, wait_until).await
 }
 
@@ -255,10 +283,13 @@ async fn drive(
     let ended = match held.advance(kv, settings, solve, wait_until).await.map_err(Stalled::at(&id))? {
         Advanced::Pending { retry_after_ms } => return Ok(Answer::Pending { retry_after_ms }),
         Advanced::Gone => return Ok(Answer::Missing),
+        Advanced::Busy => return Ok(Answer::Busy),
         Advanced::Refused(failure) => return Ok(Answer::Unadmitted(failure)),
         Advanced::Ended(ended) => ended,
     };
-    let result = render(&id, &ended.outcome).map_err(Stalled::at(&id))?;
+    let task_type = ended.held.loaded.record.times.clone();
+    let ending = Ending { id: &id, task_type: task_type.as_deref(), outcome: &ended.outcome };
+    let result = render(&ending).map_err(Stalled::at(&id))?;
     ended.settle(kv, &result).await.map_err(Stalled::at(&id))?;
     Ok(Answer::Finished(result))
 }
@@ -285,6 +316,9 @@ enum Found {
 struct Held {
     id: String,
     loaded: Loaded,
+    /// Whether it may wait for a thread slot (false only for the request that created it not
+    /// to queue).
+    queue: bool,
 }
 
 /// Where [`Held::advance`] left a solve.
@@ -294,6 +328,8 @@ enum Advanced {
     Pending { retry_after_ms: u64 },
     /// The record is gone: deleted or expired meanwhile, or never stored after all.
     Gone,
+    /// No thread was free and the solve was not to queue: it is removed.
+    Busy,
     /// Admission needs the plan's size and it could not be read: the engine's failure. The
     /// lease is released and the solve unchanged.
     Refused(Failure),
@@ -333,8 +369,21 @@ struct Keyed {
     claimed_at: u64,
 }
 
+/// A solve the engine just created, and what its record keeps of its start.
+struct Made<'a> {
+    solve: &'a Solve,
+    /// The client's label.
+    owner: &'a str,
+    /// The captcha type of its shared solve-times model, if it was created with one.
+    task_type: Option<String>,
+    /// When the edge accepted it (epoch ms).
+    accepted_at: u64,
+    /// Whether it waits for a thread slot ([`Start::queue`]).
+    queue: bool,
+}
+
 /// Creates solve `id` (fresh and random, or claimed: nobody else writes its keys) from the
-/// engine's new `solve`: the task (`snapshot-base`) once, the record leased to this request for
+/// engine's new solve: the task (`snapshot-base`) once, the record leased to this request for
 /// a wait ending at `wait_until`, and its entry in the expiry queue. A keyed solve is queued
 /// first (so a claim whose record never comes is swept) and fails with a [`StoreError`],
 /// submitting nothing, when its writes ended later than its deadline ([`Keyed::claimed_at`]).
@@ -342,9 +391,8 @@ fn create(
     kv: &Kv,
     settings: &Settings,
     id: &str,
-    solve: &Solve,
+    made: &Made,
     keyed: Option<Keyed>,
-    times: Option<String>,
     wait_until: u64,
 ) -> anyhow::Result<Held> {
     let holder = new_id()?;
@@ -354,9 +402,10 @@ fn create(
     let (request, chain) = keyed.map_or((None, None), |k| (Some(k.fingerprint), k.chain));
     let record = SolveRecord {
         exp,
-        state: Some(solve.snapshot_state()),
+        state: Some(made.solve.snapshot_state()),
         lease: Some(Lease { holder: holder.clone(), until: lease_until }),
         slot: None,
+        client_slot: None,
         slot_exp: 0,
         result: None,
         due: None,
@@ -364,12 +413,14 @@ fn create(
         submitting: None,
         request,
         chain,
-        times,
+        times: made.task_type.clone(),
+        owner: Some(made.owner.to_owned()),
+        accepted_at: Some(made.accepted_at),
     };
     if deadline.is_some() {
         sweep::enqueue(kv, id, exp)?;
     }
-    let mut loaded = record::create(kv, id, solve.snapshot_base(), &record)?;
+    let mut loaded = record::create(kv, id, made.solve.snapshot_base(), &record)?;
     if let Some(deadline) = deadline {
         if now_ms() >= deadline {
             // Requests that lost the claim may have moved on to the next attempt: this one
@@ -382,7 +433,7 @@ fn create(
     } else {
         sweep::enqueue(kv, id, exp)?;
     }
-    Ok(Held { id: id.to_owned(), loaded })
+    Ok(Held { id: id.to_owned(), loaded, queue: made.queue })
 }
 
 /// What [`join`] found for a keyed solve another request claimed.
@@ -412,7 +463,7 @@ async fn join(
         if record::claimed(kv, &next_attempt(id))? {
             return Ok(Joined::NextAttempt);
         }
-        match lease(kv, settings, id, Some(fingerprint), wait_until).await? {
+        match lease(kv, settings, id, Lessee { request: Some(fingerprint), owner: None }, wait_until).await? {
             Found::Creating if now_ms() >= give_up => return Ok(Joined::NextAttempt),
             Found::Creating => sleep_ms(LEASE_POLL_MS).await,
             found => return Ok(Joined::Found(found)),
@@ -425,16 +476,19 @@ async fn join(
 /// due before `wait_until` is answered from the one record read, writing nothing; so is a
 /// finished one. Every other outcome runs one bounded sweep ([`sweep`]).
 ///
-/// `request`: the body's fingerprint of a POST with an `Idempotency-Key` that lost the id's
-/// claim: the solve must have been started with the same body, and while its record is
-/// not there yet, the request waits for it within its wait.
-async fn lease(
-    kv: &Kv,
-    settings: &Settings,
-    id: &str,
-    request: Option<&str>,
-    wait_until: u64,
-) -> anyhow::Result<Found> {
+/// Who asks for a lease ([`lease`]).
+struct Lessee<'a> {
+    /// The body's fingerprint of a request with an idempotency key that lost the id's claim:
+    /// the solve must have been started with the same body, and while its record is not there
+    /// yet, the request waits for it within its wait.
+    request: Option<&'a str>,
+    /// The client that must have started the solve, where only it may see it: another's solve
+    /// is [`Found::Missing`], untouched.
+    owner: Option<&'a str>,
+}
+
+async fn lease(kv: &Kv, settings: &Settings, id: &str, lessee: Lessee<'_>, wait_until: u64) -> anyhow::Result<Found> {
+    let Lessee { request, owner } = lessee;
     let holder = new_id()?;
     let mut swept = false;
     loop {
@@ -448,6 +502,9 @@ async fn lease(
         };
         if request.is_some() && loaded.record.request.as_deref() != request {
             return Ok(Found::OtherRequest);
+        }
+        if owner.is_some() && loaded.record.owner.as_deref() != owner {
+            return Ok(Found::Missing);
         }
         if loaded.record.exp <= now {
             expire(kv, id, &loaded.record)?;
@@ -470,7 +527,7 @@ async fn lease(
             next.lease = Some(Lease { holder: holder.clone(), until: lease_until });
             next.exp = next.exp.max(lease_until + settings.abandon_after_ms);
             if let Swapped::Yes = record::swap(kv, id, &mut loaded, next)? {
-                return Ok(Found::Leased(Box::new(Held { id: id.to_owned(), loaded })));
+                return Ok(Found::Leased(Box::new(Held { id: id.to_owned(), loaded, queue: true })));
             }
             continue;
         }
@@ -499,14 +556,26 @@ impl Held {
         if self.loaded.record.submitting.is_some() && !self.doubt(kv)? {
             return changed(kv, &self.id);
         }
-        if let Some(answer) = self.admit(kv, settings, lease_until, wait_until).await? {
-            return Ok(answer);
-        }
         let solve = match solve {
             Some(solve) => solve,
             None => self.restore(kv, settings)?,
         };
-        let progress = self.run(kv, settings, &solve, lease_until, wait_until).await?;
+        // A solve waiting for a thread slot still ends when the engine says so (its deadline
+        // counts from its creation): asked before taking a slot, so a queue that never frees
+        // never keeps it pending past its deadline.
+        let ended = match self.loaded.record.slot {
+            None => drive::ended(&solve)?,
+            Some(_) => None,
+        };
+        let progress = match ended {
+            Some(progress) => progress,
+            None => {
+                if let Some(answer) = self.admit(kv, settings, lease_until, wait_until).await? {
+                    return Ok(answer);
+                }
+                self.run(kv, settings, &solve, lease_until, wait_until).await?
+            }
+        };
         let at = now_ms();
         let outcome = match progress {
             Progress::Lost => return changed(kv, &self.id),
@@ -533,8 +602,7 @@ impl Held {
         let orphan = self.loaded.record.slot;
         let mut next = self.loaded.record.clone();
         next.submitting = None;
-        next.slot = None;
-        next.slot_exp = 0;
+        (next.slot, next.client_slot, next.slot_exp) = (None, None, 0);
         if let Swapped::Conflict = record::swap(kv, &self.id, &mut self.loaded, next)? {
             return Ok(false);
         }
@@ -544,10 +612,11 @@ impl Held {
         Ok(true)
     }
 
-    /// Makes sure the solve holds a thread slot: renews the one it holds (the record forgets a
-    /// slot lost meanwhile), else takes one, waiting for a free one until `wait_until`.
-    /// `None` when it holds one (or the plan has no threads to share: the engine's own
-    /// failure answers then); otherwise what to answer, the lease released where it was kept.
+    /// Makes sure the solve holds its thread slots (the plan's, and its client's where the
+    /// client has a share): renews those it holds (the record forgets them when one was lost
+    /// meanwhile), else takes them, waiting for free ones until `wait_until`. `None` when it
+    /// holds them (or the plan has no threads to share: the engine's own failure answers then);
+    /// otherwise what to answer, the lease released where it was kept.
     async fn admit(
         &mut self,
         kv: &Kv,
@@ -555,26 +624,24 @@ impl Held {
         lease_until: u64,
         wait_until: u64,
     ) -> anyhow::Result<Option<Advanced>> {
-        let id = self.id.as_str();
-        if let Some(n) = self.loaded.record.slot {
-            let exp = self.loaded.record.slot_exp.max(lease_until);
-            if !budget::renew(kv, n, id, exp)? {
-                let mut next = self.loaded.record.clone();
-                next.slot = None;
-                next.slot_exp = 0;
-                if let Swapped::Conflict = record::swap(kv, id, &mut self.loaded, next)? {
-                    return changed(kv, id).map(Some);
-                }
-            }
-        }
+        let id = self.id.clone();
         if self.loaded.record.slot.is_some() {
-            return Ok(None);
+            let exp = self.loaded.record.slot_exp.max(lease_until);
+            if renew_slots(kv, &id, &self.loaded.record, exp)? {
+                return Ok(None);
+            }
+            release_slots(kv, &id, &self.loaded.record)?;
+            let mut next = self.loaded.record.clone();
+            (next.slot, next.client_slot, next.slot_exp) = (None, None, 0);
+            if let Swapped::Conflict = record::swap(kv, &id, &mut self.loaded, next)? {
+                return changed(kv, &id).map(Some);
+            }
         }
         let capacity = match plan::threads(kv, settings).await? {
             Ok(threads) => threads,
             Err(failure) => {
-                if let Swapped::Conflict = release(kv, id, &mut self.loaded)? {
-                    return changed(kv, id).map(Some);
+                if let Swapped::Conflict = release(kv, &id, &mut self.loaded)? {
+                    return changed(kv, &id).map(Some);
                 }
                 return Ok(Some(Advanced::Refused(failure)));
             }
@@ -582,20 +649,29 @@ impl Held {
         if capacity == 0 {
             return Ok(None);
         }
+        let owner = self.loaded.record.owner.clone();
+        let share = owner.as_deref().and_then(|label| settings.client(label)).and_then(|c| c.threads);
         loop {
-            if let Some(n) = budget::acquire(kv, id, capacity, lease_until)? {
+            if let Some((slot, client_slot)) = take_slots(kv, &id, owner.as_deref(), capacity, share, lease_until)? {
                 let mut next = self.loaded.record.clone();
-                next.slot = Some(n);
-                next.slot_exp = lease_until;
-                if let Swapped::Conflict = record::swap(kv, id, &mut self.loaded, next)? {
-                    budget::release(kv, n, id)?;
-                    return changed(kv, id).map(Some);
+                (next.slot, next.client_slot, next.slot_exp) = (Some(slot), client_slot, lease_until);
+                let accepted_at = next.accepted_at.take();
+                if let Swapped::Conflict = record::swap(kv, &id, &mut self.loaded, next.clone())? {
+                    release_slots(kv, &id, &next)?;
+                    return changed(kv, &id).map(Some);
+                }
+                if let Some(accepted_at) = accepted_at {
+                    metrics::queued(kv, owner.as_deref(), now_ms().saturating_sub(accepted_at));
                 }
                 return Ok(None);
             }
+            if !self.queue {
+                expire(kv, &id, &self.loaded.record)?;
+                return Ok(Some(Advanced::Busy));
+            }
             if now_ms() + QUEUE_POLL_MS > wait_until {
-                if let Swapped::Conflict = release(kv, id, &mut self.loaded)? {
-                    return changed(kv, id).map(Some);
+                if let Swapped::Conflict = release(kv, &id, &mut self.loaded)? {
+                    return changed(kv, &id).map(Some);
                 }
                 return Ok(Some(Advanced::Pending { retry_after_ms: QUEUE_POLL_MS * 2 }));
             }
@@ -647,14 +723,12 @@ impl Checkpoints<'_> {
     /// and a grace to collect the outcome. The sweep queue's entry re-reads the record's `exp`,
     /// so a later expiry needs no entry.
     fn save(&mut self, solve: &Solve, mut next: record::SolveRecord) -> anyhow::Result<bool> {
-        let Held { id, loaded } = &mut *self.held;
+        let Held { id, loaded, .. } = &mut *self.held;
         if let Some(ends_by) = solve.ends_by() {
             let slot_exp = ends_by + drive::LEASE_MARGIN_MS;
             next.exp = next.exp.max(slot_exp + self.settings.abandon_after_ms);
-            if let Some(n) = next.slot
-                && next.slot_exp < slot_exp
-            {
-                if !budget::renew(self.kv, n, id, slot_exp)? {
+            if next.slot.is_some() && next.slot_exp < slot_exp {
+                if !renew_slots(self.kv, id, &next, slot_exp)? {
                     self.lost_slot = true;
                 }
                 next.slot_exp = slot_exp;
@@ -696,38 +770,39 @@ impl Ended {
             }
             Outcome::Failed(_) => self.at + RESULT_RETENTION_MS,
         };
-        let Held { id, loaded } = &mut self.held;
-        let slot = loaded.record.slot;
-        let task_type = loaded.record.times.clone();
+        let Held { id, loaded, .. } = &mut self.held;
+        let before = loaded.record.clone();
         let next = SolveRecord {
             exp,
             state: None,
             lease: None,
             slot: None,
+            client_slot: None,
             slot_exp: 0,
             result: Some(result.clone()),
             due: None,
             rev: String::new(),
             submitting: None,
-            request: loaded.record.request.clone(),
-            chain: loaded.record.chain.clone(),
+            request: before.request.clone(),
+            chain: before.chain.clone(),
             times: None,
+            owner: before.owner.clone(),
+            accepted_at: None,
         };
         if let Swapped::Conflict = record::swap(kv, id, loaded, next)? {
             return Ok(());
         }
         record::drop_base(kv, id)?;
-        if let Some(n) = slot {
-            budget::release(kv, n, id)?;
-        }
+        release_slots(kv, id, &before)?;
+        let owner = before.owner.as_deref();
         match &self.outcome {
             Outcome::Solved(solution) => {
-                metrics::solved(kv, solution.elapsed_ms);
-                if let Some(task_type) = task_type {
-                    times::observe(kv, &task_type, solution).await;
+                metrics::solved(kv, owner, solution.elapsed_ms);
+                if let Some(task_type) = &before.times {
+                    times::observe(kv, task_type, solution).await;
                 }
             }
-            Outcome::Failed(failure) => metrics::failed(kv, failure.class, failure.origin),
+            Outcome::Failed(failure) => metrics::failed(kv, owner, failure.class, failure.origin),
         }
         Ok(())
     }
@@ -738,6 +813,55 @@ fn release(kv: &Kv, id: &str, loaded: &mut Loaded) -> anyhow::Result<Swapped> {
     let mut next = loaded.record.clone();
     next.lease = None;
     record::swap(kv, id, loaded, next)
+}
+
+/// The thread slots a record holds: the plan's, and its client's share's.
+fn held(record: &SolveRecord) -> Vec<(Pool<'_>, u64)> {
+    let plan = record.slot.map(|n| (Pool::Plan, n));
+    let client = record.client_slot.zip(record.owner.as_deref()).map(|(n, label)| (Pool::Client(label), n));
+    plan.into_iter().chain(client).collect()
+}
+
+/// Takes the slots a solve of `owner` needs: one of the client's `share` first (where it has
+/// one), then one of the plan's `capacity`; none if either pool is full.
+fn take_slots(
+    kv: &Kv,
+    id: &str,
+    owner: Option<&str>,
+    capacity: u64,
+    share: Option<u64>,
+    exp: u64,
+) -> anyhow::Result<Option<(u64, Option<u64>)>> {
+    let client = match owner.zip(share) {
+        Some((label, share)) => match budget::acquire(kv, Pool::Client(label), id, share, exp)? {
+            Some(n) => Some((label, n)),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    match budget::acquire(kv, Pool::Plan, id, capacity, exp)? {
+        Some(n) => Ok(Some((n, client.map(|(_, n)| n)))),
+        None => {
+            if let Some((label, n)) = client {
+                budget::release(kv, Pool::Client(label), n, id)?;
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Extends every slot the record holds to `exp`; false if one was lost (expired and taken).
+fn renew_slots(kv: &Kv, id: &str, record: &SolveRecord, exp: u64) -> anyhow::Result<bool> {
+    let mut all = true;
+    for (pool, n) in held(record) {
+        all &= budget::renew(kv, pool, n, id, exp)?;
+    }
+    Ok(all)
+}
+
+/// Gives back every slot the record holds.
+fn release_slots(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
+    held(record).into_iter().try_for_each(|(pool, n)| budget::release(kv, pool, n, id))
 }
 
 /// Where a solve stands whose record changed under this request's lease: taken over by
@@ -753,10 +877,7 @@ fn changed(kv: &Kv, id: &str) -> anyhow::Result<Advanced> {
 /// Removes an expired solve and gives back its thread slot.
 fn expire(kv: &Kv, id: &str, record: &SolveRecord) -> anyhow::Result<()> {
     record::remove(kv, id, record)?;
-    if let Some(n) = record.slot {
-        budget::release(kv, n, id)?;
-    }
-    Ok(())
+    release_slots(kv, id, record)
 }
 
 /// Removes solve `id` and its stored response (after one bounded [`sweep`]); false if there
@@ -767,10 +888,8 @@ pub fn delete(kv: &Kv, id: &str) -> anyhow::Result<bool> {
     self::sweep(kv);
     let Some(loaded) = record::load(kv, id)? else { return Ok(false) };
     record::remove(kv, id, &loaded.record)?;
-    if loaded.record.result.is_some()
-        && let Some(n) = loaded.record.slot
-    {
-        budget::release(kv, n, id)?;
+    if loaded.record.result.is_some() {
+        release_slots(kv, id, &loaded.record)?;
     }
     Ok(true)
 }

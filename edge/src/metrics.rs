@@ -43,17 +43,41 @@ fn kind_name(kind: RequestKind) -> &'static str {
     KINDS.iter().find(|(_, k)| *k == kind).map_or("unknown", |(n, _)| n)
 }
 
-/// A solve ended with an answer after `elapsed_ms` (the engine's `elapsed-ms`).
-pub fn solved(kv: &Kv, elapsed_ms: u64) {
-    bump(kv, "metrics/solves/solved", 1);
-    let bucket = SOLVE_SECONDS_BUCKETS.iter().find(|le| elapsed_ms <= *le * 1_000);
-    bump(kv, &format!("metrics/solve_seconds/{}", bucket.map_or("inf".to_owned(), u64::to_string)), 1);
-    bump(kv, "metrics/solve_seconds/sum_ms", i64::try_from(elapsed_ms).unwrap_or(i64::MAX));
+/// Time-in-queue histogram bucket bounds (from acceptance to a thread slot), seconds.
+pub const QUEUE_SECONDS_BUCKETS: &[u64] = &[1, 2, 5, 10, 30, 60, 120, 300];
+
+/// A histogram observation: its bucket among `bounds` (seconds; `inf` past the last) and its
+/// sum, under `prefix`.
+fn observe(kv: &Kv, prefix: &str, bounds: &[u64], ms: u64) {
+    let bucket = bounds.iter().find(|le| ms <= *le * 1_000);
+    bump(kv, &format!("{prefix}/{}", bucket.map_or("inf".to_owned(), u64::to_string)), 1);
+    bump(kv, &format!("{prefix}/sum_ms"), i64::try_from(ms).unwrap_or(i64::MAX));
 }
 
-/// A solve (or a task refused before it started) ended with a failure.
-pub fn failed(kv: &Kv, class: FailureClass, origin: FailureOrigin) {
+/// A solve of client `owner` (its label; `None` for solves of an earlier version) ended with
+/// an answer after `elapsed_ms` (the engine's `elapsed-ms`).
+pub fn solved(kv: &Kv, owner: Option<&str>, elapsed_ms: u64) {
+    bump(kv, "metrics/solves/solved", 1);
+    observe(kv, "metrics/solve_seconds", SOLVE_SECONDS_BUCKETS, elapsed_ms);
+    if let Some(label) = owner {
+        bump(kv, &format!("metrics/client/{label}/solved"), 1);
+    }
+}
+
+/// A solve of client `owner` (or a task it sent that was refused before it started) ended with
+/// a failure.
+pub fn failed(kv: &Kv, owner: Option<&str>, class: FailureClass, origin: FailureOrigin) {
     bump(kv, &format!("metrics/solves/failed/{}/{}", class_name(class), origin_name(origin)), 1);
+    if let Some(label) = owner {
+        bump(kv, &format!("metrics/client/{label}/failed/{}", class_name(class)), 1);
+    }
+}
+
+/// A solve of client `owner` took its thread slots `waited_ms` after the edge accepted it.
+pub fn queued(kv: &Kv, owner: Option<&str>, waited_ms: u64) {
+    if let Some(label) = owner {
+        observe(kv, &format!("metrics/client/{label}/queue_seconds"), QUEUE_SECONDS_BUCKETS, waited_ms);
+    }
 }
 
 /// A driver found a submit whose reply was never saved, and sends it again
@@ -68,8 +92,71 @@ pub fn upstream(kv: &Kv, kind: RequestKind, ok: bool) {
     bump(kv, &format!("metrics/upstream/{}/{result}", kind_name(kind)), 1);
 }
 
-/// The Prometheus text exposition of every counter, plus threads busy and the plan.
-pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
+/// A histogram under `prefix` (`observe`) as Prometheus lines of `name` with `labels`.
+fn render_histogram(
+    kv: &Kv,
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    prefix: &str,
+    bounds: &[u64],
+) -> anyhow::Result<()> {
+    let mut cumulative = 0;
+    for le in bounds {
+        cumulative += kv.counter(&format!("{prefix}/{le}"))?;
+        writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {cumulative}")?;
+    }
+    cumulative += kv.counter(&format!("{prefix}/inf"))?;
+    writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {cumulative}")?;
+    let sum_ms = kv.counter(&format!("{prefix}/sum_ms"))?;
+    let labels = match labels.trim_end_matches(',') {
+        "" => String::new(),
+        labels => format!("{{{labels}}}"),
+    };
+    writeln!(out, "{name}_sum{labels} {}", sum_ms as f64 / 1_000.0)?;
+    writeln!(out, "{name}_count{labels} {cumulative}")?;
+    Ok(())
+}
+
+/// Per client (by label, never a token): its solves by outcome and failure class, its time in
+/// the queue, and the slots of its share held now (`busy`, for clients with a share).
+fn render_clients(kv: &Kv, out: &mut String, clients: &[(&str, Option<(u64, u64)>)]) -> anyhow::Result<()> {
+    *out += "# HELP captchaai_edge_client_solves_total Solves that ended, by client (its label), outcome and failure class.\n";
+    *out += "# TYPE captchaai_edge_client_solves_total counter\n";
+    for (label, _) in clients {
+        let solved = kv.counter(&format!("metrics/client/{label}/solved"))?;
+        writeln!(
+            out,
+            "captchaai_edge_client_solves_total{{client=\"{label}\",outcome=\"solved\",class=\"\"}} {solved}"
+        )?;
+        for (class, _) in CLASSES {
+            let n = kv.counter(&format!("metrics/client/{label}/failed/{class}"))?;
+            writeln!(
+                out,
+                "captchaai_edge_client_solves_total{{client=\"{label}\",outcome=\"failed\",class=\"{class}\"}} {n}"
+            )?;
+        }
+    }
+    *out += "# HELP captchaai_edge_client_queue_seconds Time from the edge accepting a solve to its thread slots, by client.\n";
+    *out += "# TYPE captchaai_edge_client_queue_seconds histogram\n";
+    for (label, _) in clients {
+        let prefix = format!("metrics/client/{label}/queue_seconds");
+        let labels = format!("client=\"{label}\",");
+        render_histogram(kv, out, "captchaai_edge_client_queue_seconds", &labels, &prefix, QUEUE_SECONDS_BUCKETS)?;
+    }
+    *out += "# HELP captchaai_edge_client_threads_busy Slots of a client's share held now, against its share (client_threads).\n";
+    *out += "# TYPE captchaai_edge_client_threads_busy gauge\n";
+    for (label, share) in clients {
+        if let Some((busy, share)) = share {
+            writeln!(out, "captchaai_edge_client_threads_busy{{client=\"{label}\",share=\"{share}\"}} {busy}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The Prometheus text exposition of every counter, plus threads busy and the plan, and per
+/// client (`clients`: each label, with its share's slots busy and its share where it has one).
+pub fn render(kv: &Kv, busy: u64, plan: Option<u64>, clients: &[(&str, Option<(u64, u64)>)]) -> anyhow::Result<String> {
     let mut out = String::new();
     let solved = kv.counter("metrics/solves/solved")?;
     out += "# HELP captchaai_edge_solves_total Solves that ended, by outcome, failure class and origin.\n";
@@ -98,16 +185,7 @@ pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
     writeln!(out, "captchaai_edge_unsolvable_ratio {ratio}")?;
     out += "# HELP captchaai_edge_solve_seconds Time from submit to answer of solved solves.\n";
     out += "# TYPE captchaai_edge_solve_seconds histogram\n";
-    let mut cumulative = 0;
-    for le in SOLVE_SECONDS_BUCKETS {
-        cumulative += kv.counter(&format!("metrics/solve_seconds/{le}"))?;
-        writeln!(out, "captchaai_edge_solve_seconds_bucket{{le=\"{le}\"}} {cumulative}")?;
-    }
-    cumulative += kv.counter("metrics/solve_seconds/inf")?;
-    writeln!(out, "captchaai_edge_solve_seconds_bucket{{le=\"+Inf\"}} {cumulative}")?;
-    let sum_ms = kv.counter("metrics/solve_seconds/sum_ms")?;
-    writeln!(out, "captchaai_edge_solve_seconds_sum {}", sum_ms as f64 / 1_000.0)?;
-    writeln!(out, "captchaai_edge_solve_seconds_count {cumulative}")?;
+    render_histogram(kv, &mut out, "captchaai_edge_solve_seconds", "", "metrics/solve_seconds", SOLVE_SECONDS_BUCKETS)?;
     out += "# HELP captchaai_edge_upstream_requests_total Requests sent to CaptchaAI, by kind and result.\n";
     out += "# TYPE captchaai_edge_upstream_requests_total counter\n";
     for (kind, _) in KINDS {
@@ -124,6 +202,7 @@ pub fn render(kv: &Kv, busy: u64, plan: Option<u64>) -> anyhow::Result<String> {
     out += "# TYPE captchaai_edge_threads_busy gauge\n";
     writeln!(out, "captchaai_edge_threads_busy {busy}")?;
     render_solve_times(kv, &mut out)?;
+    render_clients(kv, &mut out, clients)?;
     if let Some(plan) = plan {
         out += "# HELP captchaai_edge_threads_plan The plan's threads (threadsinfo, cached).\n";
         out += "# TYPE captchaai_edge_threads_plan gauge\n";

@@ -31,8 +31,14 @@ pub struct Settings {
     pub upstream_timeout_ms: u64,
     /// The CaptchaAI key (secret).
     pub api_key: String,
-    /// Client access tokens (secret), from the comma-separated `client_tokens` variable.
-    pub client_tokens: Vec<String>,
+    /// The clients, from the comma-separated `client_tokens` variable and `client_threads`.
+    pub clients: Vec<Client>,
+    /// Whether `in.php` queues a task when every thread the client may use is busy (answering
+    /// `OK|id` at once, as for any task), or refuses it at once (`in_php_when_busy = refuse`).
+    pub queue_when_busy: bool,
+    /// Whether `res.php?action=getbalance` is passed to CaptchaAI (`res_php_getbalance = pass`,
+    /// the default) or refused.
+    pub pass_getbalance: bool,
     /// A solve nobody drives is removed this long after its last lease ended (not yet at
     /// CaptchaAI) or after its deadline plus one request timeout (at CaptchaAI), ms.
     pub abandon_after_ms: u64,
@@ -42,6 +48,21 @@ pub struct Settings {
     /// the engine's defaults), checked by the engine when the settings are read.
     pub config: Config,
 }
+
+/// A client of the edge: its token, and what the edge knows of it.
+pub struct Client {
+    /// The token it presents (secret): `Authorization: Bearer` on `/v1`, `key` on `in.php` and
+    /// `res.php`.
+    pub token: String,
+    /// Its name in metrics and logs: `label:` before the token in `client_tokens`, else
+    /// `client<n>` by its place in the list (1-based). Never the token.
+    pub label: String,
+    /// At most this many of the plan's threads at once (`client_threads`), if set.
+    pub threads: Option<u64>,
+}
+
+/// The longest client label, characters.
+const MAX_LABEL: usize = 32;
 
 /// A deployment problem with the variables: its message names the variable and what it must
 /// be, never the value.
@@ -76,11 +97,9 @@ impl Settings {
         let missing = |name: &str| SettingsError(format!("the variable {name} is not set"));
         let api_key = var("captchaai_key").await.ok_or_else(|| missing("captchaai_key"))?;
         let tokens = var("client_tokens").await.ok_or_else(|| missing("client_tokens"))?;
-        let client_tokens: Vec<String> =
-            tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
-        if client_tokens.is_empty() {
-            return Err(SettingsError("the variable client_tokens holds no token (comma-separated)".into()));
-        }
+        let clients = clients(&tokens, &var("client_threads").await.unwrap_or_default())?;
+        let queue_when_busy = choice("in_php_when_busy", var("in_php_when_busy").await, ["queue", "refuse"])? == 0;
+        let pass_getbalance = choice("res_php_getbalance", var("res_php_getbalance").await, ["pass", "refuse"])? == 0;
         // Without `api_base` the engine's default (CaptchaAI itself) applies.
         let base_url = var("api_base").await.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty());
         let upstream_timeout_ms = milliseconds("upstream_timeout_ms", var("upstream_timeout_ms").await)?
@@ -118,8 +137,70 @@ impl Settings {
             };
             SettingsError(format!("the variable {variable} is refused by the engine: {}", failure.message))
         })?;
-        Ok(Settings { upstream_timeout_ms, api_key, client_tokens, abandon_after_ms, metrics_token, config })
+        Ok(Settings {
+            upstream_timeout_ms,
+            api_key,
+            clients,
+            queue_when_busy,
+            pass_getbalance,
+            abandon_after_ms,
+            metrics_token,
+            config,
+        })
     }
+
+    /// The client with this label.
+    pub fn client(&self, label: &str) -> Option<&Client> {
+        self.clients.iter().find(|c| c.label == label)
+    }
+}
+
+/// The clients of `client_tokens` (`[label:]token`, comma-separated) with their shares from
+/// `client_threads` (`label=N`, comma-separated). Errors name the variable and the label, never
+/// a token.
+fn clients(tokens: &str, threads: &str) -> Result<Vec<Client>, SettingsError> {
+    let valid_label = |l: &str| {
+        (1..=MAX_LABEL).contains(&l.len()) && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    let mut clients = Vec::new();
+    for (n, entry) in tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).enumerate() {
+        let (label, token) = match entry.split_once(':') {
+            Some((label, token)) if valid_label(label) => (label.to_owned(), token.trim()),
+            _ => (format!("client{}", n + 1), entry),
+        };
+        if token.is_empty() {
+            return Err(SettingsError(format!("the variable client_tokens gives {label} no token")));
+        }
+        if clients.iter().any(|c: &Client| c.label == label) {
+            return Err(SettingsError(format!("the variable client_tokens names {label} twice")));
+        }
+        clients.push(Client { token: token.to_owned(), label, threads: None });
+    }
+    if clients.is_empty() {
+        return Err(SettingsError("the variable client_tokens holds no token (comma-separated)".into()));
+    }
+    for entry in threads.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let bad = || {
+            SettingsError("the variable client_threads must be label=N pairs (N at least 1), comma-separated".into())
+        };
+        let (label, n) = entry.split_once('=').ok_or_else(bad)?;
+        let n: u64 = n.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
+        let label = label.trim();
+        let client = clients.iter_mut().find(|c| c.label == label).ok_or_else(|| {
+            SettingsError(format!("the variable client_threads names {label:?}, which client_tokens does not label"))
+        })?;
+        client.threads = Some(n);
+    }
+    Ok(clients)
+}
+
+/// Which of `options` a choice variable holds (the first when unset or empty).
+fn choice<const N: usize>(name: &str, value: Option<String>, options: [&str; N]) -> Result<usize, SettingsError> {
+    let Some(value) = value.map(|v| v.trim().to_ascii_lowercase()).filter(|v| !v.is_empty()) else { return Ok(0) };
+    options
+        .iter()
+        .position(|o| *o == value)
+        .ok_or_else(|| SettingsError(format!("the variable {name} must be one of {}", options.join(", "))))
 }
 
 /// A milliseconds variable: `None` when unset or empty, else whole milliseconds (decimal digits

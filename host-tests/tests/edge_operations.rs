@@ -237,3 +237,36 @@ async fn an_id_is_answered_only_once_its_record_is_stored() {
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
     assert_eq!(submits, 1, "only the holder was submitted: the lost solve never was");
 }
+
+/// A solve waiting at the edge for one of the plan's threads ends at its deadline, counted from
+/// when the edge accepted it, with the engine's deadline failure: a queue that never frees
+/// never keeps it pending, and it never reached CaptchaAI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_solve_ends_at_its_deadline() {
+    let emulator = Emulator::start(EmulatorConfig::default().with_account(KEY, 1).with_solve_time(
+        CaptchaKind::Turnstile,
+        60_000,
+        60_000,
+    ))
+    .await
+    .unwrap();
+    let edge = Edge::start(false, &emulator, &[("solve_deadline_ms", "10000")], KvBackend::Memory).await;
+    let (status, holder) = call(&edge, "POST", "/v1/solve?wait=0", Some(turnstile())).await;
+    assert_eq!(status, 202, "{holder}");
+    let (status, queued) = call(&edge, "POST", "/v1/solve?wait=0", Some(turnstile())).await;
+    assert_eq!(status, 202, "{queued}");
+    let id = queued["id"].as_str().unwrap();
+    // Long polls until it ends (10 s deadline; each poll waits up to 5 s for a slot).
+    let mut ended = None;
+    for _ in 0..6 {
+        let (status, body) = call(&edge, "GET", &format!("/v1/solve/{id}?wait=5"), None).await;
+        if status != 202 {
+            ended = Some((status, body));
+            break;
+        }
+    }
+    let (status, body) = ended.expect("the queued solve was still pending 30 s after a 10 s deadline");
+    assert_eq!(body["code"].as_str(), Some("DEADLINE_EXCEEDED"), "{status} {body}");
+    let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    assert_eq!(submits, 1, "only the holder reached CaptchaAI");
+}

@@ -15,8 +15,9 @@
 //!   the next attempt's id (`crate::ids::next_attempt`) is claimed the same way; the claims of
 //!   the whole chain are removed with the solve at its end.
 //!
-//! Records written by the previous version (without `submitting`, `request` and `times`) read as
-//! solves with no submit in flight, started without a key, and not observed into a model.
+//! Records written by earlier versions (without `submitting`, `request`, `times`, `owner`,
+//! `client_slot` or `accepted_at`) read as solves with no submit in flight, started without a
+//! key, not observed into a model, of no client, holding no client slot, already admitted.
 //!
 //! Every value carries `exp` (epoch ms): wasi:keyvalue has no TTL, so expired records are
 //! removed when met and by the bounded sweep (`crate::sweep`).
@@ -52,6 +53,10 @@ pub struct SolveRecord {
     pub lease: Option<Lease>,
     /// The thread slot (`threads/slot/{n}`) the solve holds, once admitted.
     pub slot: Option<u64>,
+    /// The slot of its client's share (`threads/client/{label}/slot/{n}`) it holds with `slot`,
+    /// where its client has a share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_slot: Option<u64>,
     /// When the slot expires (epoch ms).
     pub slot_exp: u64,
     pub result: Option<StoredResult>,
@@ -80,6 +85,15 @@ pub struct SolveRecord {
     /// (`crate::times`): its answer is observed into that model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<String>,
+    /// The label of the client that started the solve (`crate::settings::Client`): its share
+    /// of the plan applies, its metrics count the solve, and only it may read a solve started
+    /// through `in.php`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// When the edge accepted the solve (epoch ms), until it is first admitted: its time in the
+    /// queue is counted then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_at: Option<u64>,
 }
 
 /// The claims before a keyed solve's own: the first attempt's id (`crate::ids::keyed_id`) and
