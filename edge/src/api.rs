@@ -25,12 +25,13 @@ use spin_sdk::http::{FullBody, Request};
 
 use crate::budget::{self, Pool};
 use crate::clock::now_ms;
+use crate::engine::endpoint::EndpointPath;
 use crate::engine::{self, Failure, FailureClass, FailureOrigin, Solution};
 use crate::kv::{Kv, StoreError};
 use crate::lifecycle::{self, Answer, Ending, Outcome, StoredResult};
 use crate::request::{self, Route};
 use crate::settings::{self, Client, DEFAULT_WAIT_S, MAX_BODY_BYTES, MAX_WAIT_S, Settings, SettingsError};
-use crate::{auth, ids, metrics, plan};
+use crate::{auth, classic, ids, metrics, plan};
 
 type Response = http::Response<FullBody<Bytes>>;
 
@@ -236,6 +237,9 @@ async fn route(request: Request) -> Routed {
         _ => {}
     }
     let settings = settings?;
+    if let Route::InPhp | Route::ResPhp = route {
+        return classic(route, request, &settings).await.map(|r| (r, None)).map_err(|r| (r, None));
+    }
     if route == Route::Metrics {
         let clients = settings.clients.iter().map(|c| c.token.as_str());
         match &settings.metrics_token {
@@ -269,6 +273,28 @@ async fn route(request: Request) -> Routed {
         (Route::Solve(_) | Route::UnknownSolve, _) => wrong_method("GET, HEAD, DELETE"),
         _ => not_found("no such route"),
     }
+}
+
+/// `/in.php` and `/res.php` (`crate::classic`), by `GET` or `POST`: a body over the limit is
+/// answered as CaptchaAI answers an oversized upload.
+async fn classic(route: Route<'_>, request: Request, settings: &Settings) -> Result<Response, Reject> {
+    let path = match route {
+        Route::InPhp => EndpointPath::InPhp,
+        _ => EndpointPath::ResPhp,
+    };
+    if !matches!(*request.method(), Method::GET | Method::POST) {
+        let mut reject = Reject::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "method not allowed here");
+        reject.allow = Some("GET, POST");
+        return Err(reject);
+    }
+    let query = request.uri().query().unwrap_or_default().to_owned();
+    let content_type = request.headers().get(http::header::CONTENT_TYPE).cloned();
+    let body = match read_body(request).await {
+        Ok(body) => body,
+        Err(reject) if reject.status == StatusCode::PAYLOAD_TOO_LARGE => return Ok(classic::too_large()),
+        Err(reject) => return Err(reject),
+    };
+    classic::handle(path, &query, content_type.as_ref(), body, settings).await.map_err(Reject::internal)
 }
 
 /// `GET /readyz`: whether this instance can use its store: one read of a small key. A store

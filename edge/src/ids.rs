@@ -8,6 +8,30 @@ pub fn new_id() -> anyhow::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The smallest and the bound of the numbers `in.php` hands out: 15 or 16 decimal digits, below
+/// 2^53 so every client reads them exactly, JSON numbers included.
+const NUMBERS: std::ops::Range<u64> = 100_000_000_000_000..(1 << 53);
+
+/// A fresh id of a solve started through `in.php`: a random number from [`NUMBERS`] (the id the
+/// client gets, [`number_of`]), as a solve id: 32 lowercase hex characters, zero-padded.
+pub fn new_numbered_id() -> anyhow::Result<String> {
+    let span = NUMBERS.end - NUMBERS.start;
+    Ok(format!("{:032x}", NUMBERS.start + random_u64()? % span))
+}
+
+/// The number a client knows solve `id` by, if it was started through `in.php`.
+pub fn number_of(id: &str) -> Option<String> {
+    let (zeros, low) = id.split_at_checked(16)?;
+    let n = u64::from_str_radix(low, 16).ok().filter(|n| NUMBERS.contains(n))?;
+    (zeros.bytes().all(|b| b == b'0') && crate::request::valid_id(id)).then(|| n.to_string())
+}
+
+/// The solve id of the number a client sent, if it is one `in.php` could have handed out.
+pub fn numbered_id(number: &str) -> Option<String> {
+    let n: u64 = number.parse().ok().filter(|n| NUMBERS.contains(n))?;
+    (number.bytes().all(|b| b.is_ascii_digit())).then(|| format!("{n:032x}"))
+}
+
 /// 64 random bits.
 pub fn random_u64() -> anyhow::Result<u64> {
     let mut bytes = [0u8; 8];

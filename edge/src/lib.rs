@@ -14,12 +14,15 @@
 //!   the solve has ended, its response is repeated until it expires.
 //! - `DELETE /v1/solve/{id}`: remove the solve and its stored response.
 //! - `GET /v1/threads`: the plan's threads and how many are busy.
+//! - `GET|POST /in.php`, `GET|POST /res.php`: CaptchaAI's own API for clients written for it,
+//!   with a client token as their `key` (`classic`).
 //! - `GET /healthz`: liveness (and the variables usable), no auth.
 //! - `GET /readyz`: readiness: one read of the key-value store, no auth.
 
 mod api;
 mod auth;
 mod budget;
+mod classic;
 mod clock;
 mod drive;
 mod ids;
@@ -41,7 +44,7 @@ mod engine {
         generate_all,
     });
 
-    pub use captchaai::engine::account;
+    pub use captchaai::engine::{account, endpoint};
     pub use captchaai::engine::engine::{Solve, SolveTimes, check_config, solution_json};
     pub use captchaai::engine::types::*;
 

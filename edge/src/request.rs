@@ -11,6 +11,10 @@ pub const SOLVE_PREFIX: &str = "/v1/solve/";
 pub enum Route<'a> {
     Healthz,
     Readyz,
+    /// CaptchaAI's `/in.php` (`crate::classic`).
+    InPhp,
+    /// CaptchaAI's `/res.php` (`crate::classic`).
+    ResPhp,
     Metrics,
     /// `/v1/solve`.
     Solves,
@@ -30,6 +34,8 @@ impl Route<'_> {
         match self {
             Route::Healthz => "/healthz",
             Route::Readyz => "/readyz",
+            Route::InPhp => "/in.php",
+            Route::ResPhp => "/res.php",
             Route::Metrics => "/metrics",
             Route::Solves => "/v1/solve",
             Route::Threads => "/v1/threads",
@@ -44,6 +50,8 @@ pub fn route(path: &str) -> Route<'_> {
     match path {
         "/healthz" => Route::Healthz,
         "/readyz" => Route::Readyz,
+        "/in.php" => Route::InPhp,
+        "/res.php" => Route::ResPhp,
         "/metrics" => Route::Metrics,
         "/v1/solve" => Route::Solves,
         "/v1/threads" => Route::Threads,
