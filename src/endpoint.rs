@@ -169,6 +169,8 @@ const MAX_NAME_BYTES: usize = 256;
 const MAX_IDS: usize = 100;
 /// The most digits of a task id (`u64::MAX` has 20).
 const MAX_ID_DIGITS: usize = 20;
+/// The task-JSON field of pass-through parameters.
+const EXTRA_FIELD: &str = "extra";
 /// Untrusted names are quoted in messages up to this many characters.
 const QUOTE_CHARS: usize = 64;
 
@@ -312,9 +314,13 @@ impl<'a> Reader<'a> {
         let mut extra = Map::new();
         for &(name, value) in self.params {
             let role = self.table.iter().find(|(own, _)| *own == name).map(|(_, p)| *p);
-            let fixed = spec.fixed.iter().any(|(n, v)| *n == name && v.eq_ignore_ascii_case(value.trim()));
+            // What tells the method's types apart (`version`, `enterprise`, `img_type`) chose the
+            // type; given with another value (2captcha-python's `version=v2`, `enterprise=0`) it
+            // only says which type the request is not. The type sends its own.
+            let telling =
+                registry::TYPES.iter().any(|t| t.method == spec.method && t.fixed.iter().any(|(n, _)| *n == name));
             match role {
-                _ if fixed || used.contains(&name) => {}
+                _ if telling || used.contains(&name) => {}
                 Some(EndpointParam::Refused(why)) => return Err(self.bad(why)),
                 Some(_) => {}
                 None => {
@@ -323,7 +329,7 @@ impl<'a> Reader<'a> {
             }
         }
         if !extra.is_empty() {
-            task.insert("extra".into(), Value::Object(extra));
+            task.insert(EXTRA_FIELD.into(), Value::Object(extra));
         }
         // From text, as `solve.create` reads tasks (`from_value` adds a deserializer of its own).
         Task::from_json(&Value::Object(task).to_string()).map_err(|e| self.refuse_task(spec, e))
@@ -413,14 +419,22 @@ impl<'a> Reader<'a> {
     /// and problem, and the message naming the parameter the client sent.
     fn refuse_task(&self, spec: &TypeSpec, error: ValidationError) -> Refusal {
         let field = error.field.as_deref().unwrap_or_default();
-        let base = field.split(['[', '.']).next().unwrap_or_default();
-        let row = spec.field(base).filter(|_| base != "extra");
+        let (base, index) = match field.split_once('[') {
+            Some((base, rest)) => (base, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (field.split('.').next().unwrap_or_default(), None),
+        };
+        let row = spec.field(base).filter(|_| base != EXTRA_FIELD);
         let code = codes::refusal_code(row.map_or(RefusedAs::Parameter, |f| f.refused_as), error.problem);
+        // Name the parameter the client sent, not the task field.
+        let param = match (row, index) {
+            (Some(f), Some(i)) => format!("{}_{}", f.param, i + 1),
+            (Some(f), None) => f.param.to_owned(),
+            (None, _) => String::new(),
+        };
         let message = match row {
-            Some(f) if !f.param.is_empty() && f.param != f.name => {
-                format!("{} (the `{}` parameter)", error.message, f.param)
-            }
-            _ => error.message,
+            Some(f) if !param.is_empty() && param != f.name => format!("{} (the `{param}` parameter)", error.message),
+            Some(_) => error.message,
+            None => error.message.replace(&format!("`{EXTRA_FIELD}."), "`"),
         };
         self.refuse(code, message)
     }

@@ -258,11 +258,24 @@ impl Task {
                     format!("`{field}`: parameter names must be 1-64 ASCII letters, digits, `_` or `-`"),
                 ));
             }
-            let typed = self.spec.fields.iter().any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)));
+            let typed = self
+                .spec
+                .fields
+                .iter()
+                .any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)) || f.aliases.iter().any(|a| is(a)));
             if typed || generated.iter().any(|(p, _)| is(p)) || is(EXTRA.file_param) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
+                ));
+            }
+            // `version=v3` on a recaptcha_v2 task would make it a v3 task at CaptchaAI.
+            let sibling =
+                registry::TYPES.iter().find(|t| t.method == self.spec.method && t.fixed.iter().any(|(p, _)| is(p)));
+            if let Some(sibling) = sibling {
+                return Err(invalid(
+                    &field,
+                    format!("`{field}`: `{base}` tells type {} apart; use that type", sibling.name),
                 ));
             }
             let text = match value {

@@ -156,7 +156,7 @@ pub enum Call {
     /// `report-request`.
     Report {
         key: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Value::is_null")]
         config: Value,
         task_id: String,
         good: bool,

@@ -132,14 +132,14 @@ SUBMIT = [
                                        *[(f"image_base64_{i}", "data:image/png;base64," + b64(png(shade=i)))
                                          for i in range(1, 10)], ("json", "1")], "bls"),
     # 2captcha-python 2.1.2's requests (plain-text replies, its own names and extras).
-    submit("2captcha-python recaptcha: version=v2, enterprise=0 and soft_id", [
+    submit("2captcha-python recaptcha: version=v2, enterprise=0 and soft_id are not sent on", [
         ("googlekey", GOOGLEKEY), ("pageurl", PAGE), ("method", "userrecaptcha"), ("version", "v2"),
         ("enterprise", "0"), ("soft_id", "4580")], "recaptcha_v2",
-        task={"type": "recaptcha_v2", "sitekey": GOOGLEKEY, "pageurl": PAGE,
-              "extra": {"enterprise": "0", "version": "v2"}}),
+        task={"type": "recaptcha_v2", "sitekey": GOOGLEKEY, "pageurl": PAGE}),
     submit("2captcha-python recaptcha v3: version=v3, enterprise=0, min_score", [
         ("googlekey", GOOGLEKEY), ("pageurl", PAGE), ("method", "userrecaptcha"), ("version", "v3"),
-        ("enterprise", "0"), ("action", "verify"), ("min_score", "0.9"), ("soft_id", "4580")], "recaptcha_v3"),
+        ("enterprise", "0"), ("action", "verify"), ("min_score", "0.9"), ("soft_id", "4580")], "recaptcha_v3",
+        task={"type": "recaptcha_v3", "sitekey": GOOGLEKEY, "pageurl": PAGE, "action": "verify", "min_score": "0.9"}),
     submit("2captcha-python geetest_v4: its own method and captcha_id", [
         ("captcha_id", "e392e1d7fd421dc63325744d5a2b9c73"), ("pageurl", PAGE), ("method", "geetest_v4"),
         ("soft_id", "4580")], "geetest_v4",
