@@ -92,7 +92,9 @@ pub fn parse_balance(status: u16, body: &[u8]) -> Result<f64, Failure> {
     number.filter(|n| n.is_finite()).ok_or_else(|| reply_failure(reply, "getbalance"))
 }
 
-fn reply_failure(reply: Reply, action: &str) -> Failure {
+/// The failure for an account reply that is not the answer: its code, classed by the code table
+/// (never unsolvable), or UNEXPECTED_REPLY.
+pub(crate) fn reply_failure(reply: Reply, action: &str) -> Failure {
     let (info, code) = match &reply {
         Reply::Code { code, .. } => (codes::lookup_wire(code).unwrap_or(&codes::UNKNOWN), code.clone()),
         _ => {

@@ -213,6 +213,27 @@ pub(crate) const ZERO_BALANCE: &str = "ERROR_ZERO_BALANCE";
 /// Wire code: the service gave up on the captcha.
 pub(crate) const UNSOLVABLE: &str = "ERROR_CAPTCHA_UNSOLVABLE";
 
+// Wire codes the endpoint ([`crate::endpoint`]) answers with, each a row of [`TABLE`].
+pub(crate) const WRONG_USER_KEY: &str = "ERROR_WRONG_USER_KEY";
+pub(crate) const KEY_DOES_NOT_EXIST: &str = "ERROR_KEY_DOES_NOT_EXIST";
+pub(crate) const PAGEURL: &str = "ERROR_PAGEURL";
+pub(crate) const GOOGLEKEY: &str = "ERROR_GOOGLEKEY";
+pub(crate) const WRONG_GOOGLEKEY: &str = "ERROR_WRONG_GOOGLEKEY";
+pub(crate) const BAD_PARAMETERS: &str = "ERROR_BAD_PARAMETERS";
+pub(crate) const ZERO_CAPTCHA_FILESIZE: &str = "ERROR_ZERO_CAPTCHA_FILESIZE";
+pub(crate) const TOO_BIG_CAPTCHA_FILESIZE: &str = "ERROR_TOO_BIG_CAPTCHA_FILESIZE";
+pub(crate) const IMAGE_DIMENSIONS_TOO_LARGE: &str = "ERROR_IMAGE_DIMENSIONS_TOO_LARGE";
+pub(crate) const WRONG_FILE_EXTENSION: &str = "ERROR_WRONG_FILE_EXTENSION";
+pub(crate) const UPLOAD: &str = "ERROR_UPLOAD";
+pub(crate) const BAD_PROXY: &str = "ERROR_BAD_PROXY";
+pub(crate) const SERVER_ERROR: &str = "ERROR_SERVER_ERROR";
+pub(crate) const WRONG_ID_FORMAT: &str = "ERROR_WRONG_ID_FORMAT";
+pub(crate) const WRONG_CAPTCHA_ID: &str = "ERROR_WRONG_CAPTCHA_ID";
+pub(crate) const EMPTY_ACTION: &str = "ERROR_EMPTY_ACTION";
+pub(crate) const NO_SLOT_AVAILABLE: &str = "ERROR_NO_SLOT_AVAILABLE";
+/// Not an error: CaptchaAI's answer to a `reportgood` / `reportbad` it recorded.
+pub(crate) const REPORT_RECORDED: &str = "OK_REPORT_RECORDED";
+
 /// Retry-after for IP_BANNED: the ban lifts after five minutes.
 const BAN_RETRY_AFTER_MS: u64 = 300_000;
 /// How long to wait for a busy thread before resubmitting (the SDK's ~8 s).
@@ -222,8 +243,8 @@ pub(crate) const BUSY_WAIT_MS: u64 = 8_000;
 pub(crate) const TABLE: &[CodeInfo] = &[
     row(NOT_READY, Api, Transient, NOT_YET, Some(5_000), "not solved yet (spelled without the T)"),
     row("CAPTCHA_NOT_READY", Api, Transient, NOT_YET, Some(5_000), "not solved yet (defensive spelling)"),
-    row("ERROR_WRONG_USER_KEY", Api, Permanent, FAIL, None, "the key is malformed (must be 32 characters)"),
-    row("ERROR_KEY_DOES_NOT_EXIST", Api, Permanent, FAIL, None, "the key is unknown, or the account has no plan"),
+    row(WRONG_USER_KEY, Api, Permanent, FAIL, None, "the key is malformed (must be 32 characters)"),
+    row(KEY_DOES_NOT_EXIST, Api, Permanent, FAIL, None, "the key is unknown, or the account has no plan"),
     row(
         ZERO_BALANCE,
         Api,
@@ -240,9 +261,9 @@ pub(crate) const TABLE: &[CodeInfo] = &[
         Some(BAN_RETRY_AFTER_MS),
         "this IP is banned for 5 minutes after repeated bad-key requests",
     ),
-    row("ERROR_PAGEURL", Api, Permanent, FAIL, None, "pageurl is missing or invalid"),
-    row("ERROR_GOOGLEKEY", Api, Permanent, FAIL, None, "the sitekey is missing or blank"),
-    row("ERROR_WRONG_GOOGLEKEY", Api, Permanent, FAIL, None, "the sitekey is malformed"),
+    row(PAGEURL, Api, Permanent, FAIL, None, "pageurl is missing or invalid"),
+    row(GOOGLEKEY, Api, Permanent, FAIL, None, "the sitekey is missing or blank"),
+    row(WRONG_GOOGLEKEY, Api, Permanent, FAIL, None, "the sitekey is malformed"),
     row(
         "ERROR_BAD_TOKEN_OR_PAGEURL",
         Api,
@@ -251,14 +272,14 @@ pub(crate) const TABLE: &[CodeInfo] = &[
         None,
         "the sitekey and pageurl do not belong together (an iframe on another domain?)",
     ),
-    row("ERROR_BAD_PARAMETERS", Api, Permanent, FAIL, None, "required parameters are missing or have the wrong type"),
-    row("ERROR_ZERO_CAPTCHA_FILESIZE", Api, Permanent, FAIL, None, "the image is too small"),
-    row("ERROR_TOO_BIG_CAPTCHA_FILESIZE", Api, Permanent, FAIL, None, "the image is too big"),
-    row("ERROR_IMAGE_DIMENSIONS_TOO_LARGE", Api, Permanent, FAIL, None, "the image has too many pixels per side"),
-    row("ERROR_WRONG_FILE_EXTENSION", Api, Permanent, FAIL, None, "the image is not jpg, png or gif"),
+    row(BAD_PARAMETERS, Api, Permanent, FAIL, None, "required parameters are missing or have the wrong type"),
+    row(ZERO_CAPTCHA_FILESIZE, Api, Permanent, FAIL, None, "the image is too small"),
+    row(TOO_BIG_CAPTCHA_FILESIZE, Api, Permanent, FAIL, None, "the image is too big"),
+    row(IMAGE_DIMENSIONS_TOO_LARGE, Api, Permanent, FAIL, None, "the image has too many pixels per side"),
+    row(WRONG_FILE_EXTENSION, Api, Permanent, FAIL, None, "the image is not jpg, png or gif"),
     row("ERROR_IMAGE_TYPE_NOT_SUPPORTED", Api, Permanent, FAIL, None, "the image type is not recognised"),
-    row("ERROR_UPLOAD", Api, Permanent, FAIL, None, "malformed upload or invalid base64"),
-    row("ERROR_BAD_PROXY", Api, Permanent, FAIL, None, "the proxy is marked bad: use another one"),
+    row(UPLOAD, Api, Permanent, FAIL, None, "malformed upload or invalid base64"),
+    row(BAD_PROXY, Api, Permanent, FAIL, None, "the proxy is marked bad: use another one"),
     row(
         "ERROR_PROXY_CONNECTION_FAILED",
         Api,
@@ -267,12 +288,12 @@ pub(crate) const TABLE: &[CodeInfo] = &[
         Some(10_000),
         "the solver could not connect through the proxy",
     ),
-    row("ERROR_SERVER_ERROR", Api, Transient, RETRY, Some(10_000), "transient server error"),
+    row(SERVER_ERROR, Api, Transient, RETRY, Some(10_000), "transient server error"),
     row("ERROR_INTERNAL_SERVER_ERROR", Api, Transient, RETRY, Some(10_000), "transient internal server error"),
     row(UNSOLVABLE, Api, Unsolvable, RESUBMIT, None, "the service gave up on this captcha; a fresh task may work"),
-    row("ERROR_WRONG_ID_FORMAT", Api, Permanent, FAIL, None, "the task id is not numeric (a client bug)"),
-    row("ERROR_WRONG_CAPTCHA_ID", Api, Permanent, FAIL, None, "the task id is unknown or expired"),
-    row("ERROR_EMPTY_ACTION", Api, Permanent, FAIL, None, "res.php was called without an action (a client bug)"),
+    row(WRONG_ID_FORMAT, Api, Permanent, FAIL, None, "the task id is not numeric (a client bug)"),
+    row(WRONG_CAPTCHA_ID, Api, Permanent, FAIL, None, "the task id is unknown or expired"),
+    row(EMPTY_ACTION, Api, Permanent, FAIL, None, "res.php was called without an action (a client bug)"),
     row(INVALID_TASK, Engine, Permanent, FAIL, None, "the task failed validation; nothing was sent"),
     row(INVALID_CONFIG, Engine, Permanent, FAIL, None, "the configuration failed validation; nothing was sent"),
     row(INVALID_KEY, Engine, Permanent, FAIL, None, "the API key is malformed; nothing was sent"),
@@ -302,7 +323,7 @@ pub(crate) const TABLE: &[CodeInfo] = &[
     row("ERROR_DUPLICATE_REPORT", Legacy, Permanent, FAIL, None, "this task was already reported"),
     row("REPORT_NOT_RECORDED", Legacy, Permanent, FAIL, None, "the report was not recorded"),
     row(
-        "ERROR_NO_SLOT_AVAILABLE",
+        NO_SLOT_AVAILABLE,
         Legacy,
         Transient,
         Steps { submit: WaitForThread, poll: Retry, threads_info: WaitForThread },
@@ -344,6 +365,94 @@ pub(crate) const THREADS_BUSY: CodeInfo = row(
     Some(BUSY_WAIT_MS),
     "every plan thread is busy",
 );
+
+/// Which of CaptchaAI's codes refuse an `in.php` request that gets a field wrong (a column of
+/// the type registry's fields; [`refusal_code`] picks the code by what is wrong).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Any parameter: ERROR_BAD_PARAMETERS.
+    Parameter,
+    /// The page URL: ERROR_PAGEURL.
+    PageUrl,
+    /// A site key: ERROR_GOOGLEKEY when missing, ERROR_WRONG_GOOGLEKEY when malformed.
+    SiteKey,
+    /// The solver's proxy: ERROR_BAD_PROXY when malformed, ERROR_BAD_PARAMETERS when missing.
+    Proxy,
+    /// An image: by what is wrong with it.
+    Image,
+}
+
+/// What is wrong with a value a task gave, as far as CaptchaAI's codes tell cases apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Problem {
+    /// Malformed, out of range, or not allowed.
+    #[default]
+    Invalid,
+    /// Not given.
+    Missing,
+    /// An image under the smallest size.
+    ImageTooSmall,
+    /// An image over the largest size.
+    ImageTooBig,
+    /// Bytes that are no jpg, png or gif.
+    NotAnImage,
+    /// An image with a side over the limit.
+    ImageTooLarge,
+    /// Text that is not base64.
+    NotBase64,
+}
+
+/// The code CaptchaAI answers for an `in.php` request with `problem` in a field refused as
+/// `refusal` (docs/endpoint.md: the image codes follow the docs' descriptions; a missing image is
+/// a zero-size one).
+pub(crate) fn refusal_code(refusal: Refusal, problem: Problem) -> &'static str {
+    match (refusal, problem) {
+        (Refusal::PageUrl, _) => PAGEURL,
+        (Refusal::SiteKey, Problem::Missing) => GOOGLEKEY,
+        (Refusal::SiteKey, _) => WRONG_GOOGLEKEY,
+        (Refusal::Proxy, Problem::Missing) => BAD_PARAMETERS,
+        (Refusal::Proxy, _) => BAD_PROXY,
+        (Refusal::Image, Problem::Missing | Problem::ImageTooSmall) => ZERO_CAPTCHA_FILESIZE,
+        (Refusal::Image, Problem::ImageTooBig) => TOO_BIG_CAPTCHA_FILESIZE,
+        (Refusal::Image, Problem::NotAnImage) => WRONG_FILE_EXTENSION,
+        (Refusal::Image, Problem::ImageTooLarge) => IMAGE_DIMENSIONS_TOO_LARGE,
+        (Refusal::Image, Problem::NotBase64) => UPLOAD,
+        (Refusal::Image | Refusal::Parameter, _) => BAD_PARAMETERS,
+    }
+}
+
+/// The code an endpoint client is answered with for a solve (or an account call) that ended with
+/// the left code, where that is not the code itself, and why. CaptchaAI's other codes are passed
+/// on as they are (an endpoint client reacts to them as to CaptchaAI's).
+pub(crate) const CLIENT_CODES: &[(&str, &str)] = &[
+    // No answer in time: CaptchaAI's own word for a captcha it could not solve; clients submit a
+    // fresh task (the official SDK raises UnsolvableError).
+    (DEADLINE_EXCEEDED, UNSOLVABLE),
+    // CaptchaAI could not be reached or answered garbage: a server error, retried later.
+    (TRANSPORT_ERROR, SERVER_ERROR),
+    (UNEXPECTED_REPLY, SERVER_ERROR),
+    // The endpoint validated the task; a refusal after that is a bad parameter all the same.
+    (INVALID_TASK, BAD_PARAMETERS),
+    // The host's own configuration or CaptchaAI key is at fault, not the client's key: clients
+    // must not be told their key is wrong (the official SDK would raise InvalidKeyError).
+    (INVALID_CONFIG, SERVER_ERROR),
+    (INVALID_KEY, SERVER_ERROR),
+    (WRONG_USER_KEY, SERVER_ERROR),
+    (KEY_DOES_NOT_EXIST, SERVER_ERROR),
+];
+
+/// The code an endpoint client sees for a failure with `code`: [`CLIENT_CODES`], else the code
+/// itself when it is a wire code that means failure, else ERROR_SERVER_ERROR (a "not ready"
+/// code, or text that is no code, never ends a solve).
+pub(crate) fn client_code(code: &str) -> &str {
+    if let Some((_, client)) = CLIENT_CODES.iter().find(|(engine, _)| *engine == code) {
+        return client;
+    }
+    match lookup_wire(code) {
+        Some(_) if !is_not_ready(code) => code,
+        _ => SERVER_ERROR,
+    }
+}
 
 /// How a step is tried again after a transient code: the first retry waits the code's
 /// retry-after (`default_ms` where its row has none), each later one `factor` times the one

@@ -3,8 +3,9 @@
 
 use std::cell::RefCell;
 
-use crate::account::{self, Admission, ThreadGate};
+use crate::account::{self, Admission, ThreadGate, ThreadsInfo};
 use crate::config::ConfigJson;
+use crate::endpoint::{self, HostRefusal, Path, ReplyFormat, ResAction, SolveState};
 use crate::{
     Answer, ApiKey, Body, Class, Config, Failure, Misuse, Origin, Output, RequestKind, RestoreError, Solution,
 };
@@ -16,6 +17,7 @@ wit_bindgen::generate!({
 });
 
 use exports::captchaai::engine::account as wit_account;
+use exports::captchaai::engine::endpoint as wit_endpoint;
 use exports::captchaai::engine::engine as wit_engine;
 use exports::captchaai::engine::types as wit;
 
@@ -272,6 +274,190 @@ impl wit_account::GuestThreadGate for GateResource {
     }
 }
 
+impl wit_endpoint::Guest for Component {
+    fn read_request(
+        path: wit_endpoint::EndpointPath,
+        params: Vec<wit_endpoint::Param>,
+        uploads: Vec<wit_endpoint::Upload>,
+    ) -> Result<wit_endpoint::EndpointRequest, wit_endpoint::Refusal> {
+        let path = match path {
+            wit_endpoint::EndpointPath::InPhp => Path::InPhp,
+            wit_endpoint::EndpointPath::ResPhp => Path::ResPhp,
+        };
+        let params: Vec<(&str, &str)> = params.iter().map(|p| (p.name.as_str(), p.value.as_str())).collect();
+        let uploads: Vec<(&str, &[u8])> = uploads.iter().map(|u| (u.name.as_str(), u.bytes.as_slice())).collect();
+        match endpoint::read(path, &params, &uploads) {
+            Ok(endpoint::Request::Submit(s)) => {
+                Ok(wit_endpoint::EndpointRequest::Submit(wit_endpoint::SubmitRequest {
+                    key: s.key,
+                    task_json: serde_json::to_string(&s.task).unwrap_or_default(),
+                    task_type: s.task.task_type().name().to_owned(),
+                    format: format_to_wit(s.format),
+                }))
+            }
+            Ok(endpoint::Request::Res(r)) => Ok(wit_endpoint::EndpointRequest::Res(wit_endpoint::ResRequest {
+                key: r.key,
+                action: match r.action {
+                    ResAction::Get(id) => wit_endpoint::ResAction::Get(id),
+                    ResAction::GetMany(ids) => wit_endpoint::ResAction::GetMany(ids),
+                    ResAction::ThreadsInfo => wit_endpoint::ResAction::ThreadsInfo,
+                    ResAction::Balance => wit_endpoint::ResAction::Balance,
+                    ResAction::ReportGood(id) => wit_endpoint::ResAction::ReportGood(id),
+                    ResAction::ReportBad(id) => wit_endpoint::ResAction::ReportBad(id),
+                },
+                format: format_to_wit(r.format),
+            })),
+            Err(refusal) => Err(refusal_to_wit(refusal)),
+        }
+    }
+
+    fn render_submitted(
+        format: wit_endpoint::ReplyFormat,
+        task_type: String,
+        id: String,
+    ) -> wit_endpoint::EndpointReply {
+        reply_to_wit(endpoint::render_submitted(format_from_wit(format), &task_type, &id))
+    }
+
+    fn render_state(
+        format: wit_endpoint::ReplyFormat,
+        task_type: String,
+        state: wit_endpoint::SolveState,
+    ) -> wit_endpoint::EndpointReply {
+        let state = NativeState::from(state);
+        reply_to_wit(endpoint::render_state(format_from_wit(format), &task_type, state.borrow()))
+    }
+
+    fn render_states(
+        format: wit_endpoint::ReplyFormat,
+        states: Vec<wit_endpoint::SolveState>,
+    ) -> wit_endpoint::EndpointReply {
+        let states: Vec<NativeState> = states.into_iter().map(NativeState::from).collect();
+        let states: Vec<SolveState<'_>> = states.iter().map(NativeState::borrow).collect();
+        reply_to_wit(endpoint::render_states(format_from_wit(format), &states))
+    }
+
+    fn render_threads(format: wit_endpoint::ReplyFormat, info: wit::ThreadsInfo) -> wit_endpoint::EndpointReply {
+        let info = ThreadsInfo { threads: info.threads, working_threads: info.working_threads };
+        reply_to_wit(endpoint::render_threads(format_from_wit(format), &info))
+    }
+
+    fn render_balance(format: wit_endpoint::ReplyFormat, balance: f64) -> wit_endpoint::EndpointReply {
+        reply_to_wit(endpoint::render_balance(format_from_wit(format), balance))
+    }
+
+    fn render_reported(format: wit_endpoint::ReplyFormat) -> wit_endpoint::EndpointReply {
+        reply_to_wit(endpoint::render_reported(format_from_wit(format)))
+    }
+
+    fn render_failure(format: wit_endpoint::ReplyFormat, failure: wit::Failure) -> wit_endpoint::EndpointReply {
+        reply_to_wit(endpoint::render_failure(format_from_wit(format), &failure_from_wit(failure)))
+    }
+
+    fn render_refusal(
+        format: Option<wit_endpoint::ReplyFormat>,
+        refusal: wit_endpoint::HostRefusal,
+    ) -> wit_endpoint::Refusal {
+        let refusal = match refusal {
+            wit_endpoint::HostRefusal::UnknownKey => HostRefusal::UnknownKey,
+            wit_endpoint::HostRefusal::UnknownId => HostRefusal::UnknownId,
+            wit_endpoint::HostRefusal::Busy => HostRefusal::Busy,
+            wit_endpoint::HostRefusal::Disabled => HostRefusal::Disabled,
+            wit_endpoint::HostRefusal::TooLarge => HostRefusal::TooLarge,
+        };
+        refusal_to_wit(endpoint::render_refusal(format.map(format_from_wit), refusal))
+    }
+
+    fn report_request(
+        key: String,
+        config: wit::Config,
+        task_id: String,
+        good: bool,
+    ) -> Result<wit::HttpRequest, wit::Failure> {
+        let key = ApiKey::new(key).map_err(|e| failure_to_wit(e.into()))?;
+        endpoint::report_request(&key, &config_from_wit(config), &task_id, good)
+            .map(request_to_wit)
+            .map_err(|e| failure_to_wit(e.into()))
+    }
+
+    fn parse_report(reply: wit::Reply) -> Result<(), wit::Failure> {
+        let response = reply.map_err(|e| endpoint::report_transport_failure(transport_from_wit(e)));
+        response.and_then(|r| endpoint::parse_report(r.status, r.body.as_bytes())).map_err(failure_to_wit)
+    }
+}
+
+/// A WIT solve state with its solution or failure as native values.
+enum NativeState {
+    Pending,
+    Solved(Solution),
+    Failed(Failure),
+    NotFound,
+}
+
+impl From<wit_endpoint::SolveState> for NativeState {
+    fn from(state: wit_endpoint::SolveState) -> NativeState {
+        match state {
+            wit_endpoint::SolveState::Pending => NativeState::Pending,
+            wit_endpoint::SolveState::Solved(s) => NativeState::Solved(solution_from_wit(s)),
+            wit_endpoint::SolveState::Failed(f) => NativeState::Failed(failure_from_wit(f)),
+            wit_endpoint::SolveState::NotFound => NativeState::NotFound,
+        }
+    }
+}
+
+impl NativeState {
+    fn borrow(&self) -> SolveState<'_> {
+        match self {
+            NativeState::Pending => SolveState::Pending,
+            NativeState::Solved(s) => SolveState::Solved(s),
+            NativeState::Failed(f) => SolveState::Failed(f),
+            NativeState::NotFound => SolveState::NotFound,
+        }
+    }
+}
+
+fn format_to_wit(f: ReplyFormat) -> wit_endpoint::ReplyFormat {
+    wit_endpoint::ReplyFormat { json: f.json, cors: f.cors }
+}
+
+fn format_from_wit(f: wit_endpoint::ReplyFormat) -> ReplyFormat {
+    ReplyFormat { json: f.json, cors: f.cors }
+}
+
+fn reply_to_wit(r: endpoint::Reply) -> wit_endpoint::EndpointReply {
+    wit_endpoint::EndpointReply {
+        status: r.status,
+        content_type: r.content_type.to_owned(),
+        headers: r
+            .headers
+            .into_iter()
+            .map(|(name, value)| wit_endpoint::Header { name: name.to_owned(), value: value.to_owned() })
+            .collect(),
+        body: r.body,
+    }
+}
+
+fn refusal_to_wit(r: endpoint::Refusal) -> wit_endpoint::Refusal {
+    wit_endpoint::Refusal { code: r.code.to_owned(), message: r.message, key: r.key, reply: reply_to_wit(r.reply) }
+}
+
+/// The native failure of a WIT one (its origin follows from its code).
+fn failure_from_wit(f: wit::Failure) -> Failure {
+    let class = match f.class {
+        wit::FailureClass::Permanent => Class::Permanent,
+        wit::FailureClass::Transient => Class::Transient,
+        wit::FailureClass::Unsolvable => Class::Unsolvable,
+    };
+    Failure {
+        code: f.code,
+        class,
+        message: f.message,
+        retry_after_ms: f.retry_after_ms,
+        field: f.field,
+        task_id: f.task_id.map(Into::into),
+    }
+}
+
 fn config_from_wit(c: wit::Config) -> Config {
     ConfigJson {
         base_url: c.base_url,
@@ -327,6 +513,7 @@ fn request_to_wit(r: HttpRequest) -> wit::HttpRequest {
         RequestKind::Poll => wit::RequestKind::Poll,
         RequestKind::ThreadsInfo => wit::RequestKind::ThreadsInfo,
         RequestKind::Balance => wit::RequestKind::Balance,
+        RequestKind::Report => wit::RequestKind::Report,
     };
     let body = match r.body {
         // `String::from(&str)` copies; `to_string()` on an `Arc<str>` goes through `Display`

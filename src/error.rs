@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use crate::codes::{self, Class};
+use crate::codes::{self, Class, Problem};
 use crate::outcome::Failure;
 
 /// A task, config or key that failed validation. Nothing was sent; the message names the field
@@ -17,12 +17,19 @@ pub struct ValidationError {
     pub field: Option<String>,
     /// What is wrong, naming the field.
     pub message: String,
+    /// What is wrong, where CaptchaAI's codes tell cases apart (the endpoint's refusals read it).
+    pub(crate) problem: Problem,
 }
 
 impl ValidationError {
     /// An error with this code (`INVALID_TASK`...), field and message.
     pub(crate) fn new(code: &'static str, field: Option<String>, message: impl Into<String>) -> Self {
-        ValidationError { code, field, message: message.into() }
+        ValidationError { code, field, message: message.into(), problem: Problem::Invalid }
+    }
+
+    /// The same error, saying what is wrong.
+    pub(crate) fn because(self, problem: Problem) -> Self {
+        ValidationError { problem, ..self }
     }
 
     /// The same error as a permanent solve failure.

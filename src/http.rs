@@ -55,16 +55,19 @@ pub enum RequestKind {
     ThreadsInfo,
     /// `res.php?action=getbalance`.
     Balance,
+    /// `res.php?action=reportgood` / `reportbad` ([`crate::endpoint::report_request`]).
+    Report,
 }
 
 impl RequestKind {
-    /// The snake_case name (`submit`, `poll`, `threads_info`, `balance`).
+    /// The snake_case name (`submit`, `poll`, `threads_info`, `balance`, `report`).
     pub fn as_str(self) -> &'static str {
         match self {
             RequestKind::Submit => "submit",
             RequestKind::Poll => "poll",
             RequestKind::ThreadsInfo => "threads_info",
             RequestKind::Balance => "balance",
+            RequestKind::Report => "report",
         }
     }
 }

@@ -5,6 +5,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
+use crate::codes::Problem;
 use crate::error::{ValidationError, field_must as must, invalid_task as invalid};
 use crate::registry::ImageLimits;
 
@@ -83,13 +84,13 @@ const LENIENT_BASE64: GeneralPurpose = GeneralPurpose::new(
 /// Decodes and checks one base64 image (an optional `data:...;base64,` prefix and whitespace
 /// are ignored).
 pub(crate) fn decode(name: &str, value: Option<&str>, limits: ImageLimits) -> Result<Image, ValidationError> {
-    let raw = value.ok_or_else(|| must(name, "must be a base64 string"))?;
+    let raw = value.ok_or_else(|| must(name, "must be a base64 string").because(Problem::NotBase64))?;
     let payload = match raw.strip_prefix("data:") {
         Some(uri) => uri.split_once(',').map(|(_, data)| data).unwrap_or(""),
         None => raw,
     };
     if payload.len() > limits.max_bytes * 2 {
-        return Err(invalid(name, format!("`{name}` is larger than {} bytes", limits.max_bytes)));
+        return Err(too_big(name, limits));
     }
     // Canonical standard base64 (the usual case) decodes as sent and is kept as sent: encoding
     // its bytes gives it back. Anything else (whitespace, the URL-safe alphabet, missing padding,
@@ -110,23 +111,32 @@ pub(crate) fn decode(name: &str, value: Option<&str>, limits: ImageLimits) -> Re
                     c => c,
                 })
                 .collect();
-            LENIENT_BASE64.decode(compact.as_bytes()).map_err(|_| must(name, "is not valid base64"))?
+            LENIENT_BASE64
+                .decode(compact.as_bytes())
+                .map_err(|_| must(name, "is not valid base64").because(Problem::NotBase64))?
         }
     };
     if bytes.len() < limits.min_bytes {
-        return Err(invalid(name, format!("`{name}` is smaller than {} bytes", limits.min_bytes)));
+        let error = invalid(name, format!("`{name}` is smaller than {} bytes", limits.min_bytes));
+        return Err(error.because(Problem::ImageTooSmall));
     }
     if bytes.len() > limits.max_bytes {
-        return Err(invalid(name, format!("`{name}` is larger than {} bytes", limits.max_bytes)));
+        return Err(too_big(name, limits));
     }
-    let format = sniff(&bytes).ok_or_else(|| must(name, "must be a jpg, png or gif image"))?;
+    let format =
+        sniff(&bytes).ok_or_else(|| must(name, "must be a jpg, png or gif image").because(Problem::NotAnImage))?;
     if let (Some(max), Some((w, h))) = (limits.max_side_px, dimensions(format, &bytes))
         && (w > max || h > max)
     {
-        return Err(invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side")));
+        let error = invalid(name, format!("`{name}` is {w}x{h} px; at most {max} px per side"));
+        return Err(error.because(Problem::ImageTooLarge));
     }
     let base64 = if canonical { payload.to_owned() } else { STANDARD.encode(&bytes) };
     Ok(Image { base64, format, len: bytes.len() })
+}
+
+fn too_big(name: &str, limits: ImageLimits) -> ValidationError {
+    invalid(name, format!("`{name}` is larger than {} bytes", limits.max_bytes)).because(Problem::ImageTooBig)
 }
 
 /// Recognises an image by its magic bytes.

@@ -45,6 +45,8 @@
 //!   host broke the driving contract), [`RestoreError`] (a snapshot that cannot be restored).
 //! - **Account calls and the thread gate:** the [`account`] module (`threadsinfo`,
 //!   `getbalance`, [`account::ThreadGate`]).
+//! - **Serving CaptchaAI's own API:** the [`endpoint`] module reads `in.php` / `res.php`
+//!   requests into tasks and questions and renders the replies CaptchaAI would send.
 //! - **The tables, read-only:** [`task_types`] lists every captcha type as a [`TaskType`]
 //!   (method, [`TaskField`]s with their [`FieldKind`] and limits such as [`ImageLimits`], the
 //!   [`AnswerShape`] and where the answer is, first wait, poll interval, deadline, token
@@ -57,7 +59,8 @@
 //! verdict, backoff) · `outcome` · `error` · `registry` (the type table) · `image` · `config` ·
 //! `http` (key, requests, form and multipart bodies) · `reply` (classifying replies) · `answer` ·
 //! `task` · `state` (what a snapshot persists) · `snapshot` (the format) · `solve_times` (the
-//! adaptive model) · `solve` (the state machine) · `account`; `component` (the WIT exports) and
+//! adaptive model) · `solve` (the state machine) · `account` · `endpoint` (serving `in.php` and
+//! `res.php`); `component` (the WIT exports) and
 //! `pool` (its allocator) in the
 //! WebAssembly build only.
 
@@ -67,6 +70,7 @@ pub mod account;
 mod answer;
 mod codes;
 mod config;
+pub mod endpoint;
 mod error;
 mod http;
 mod image;

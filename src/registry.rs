@@ -6,6 +6,8 @@
 //! Task JSON uses the field `name`s below; the engine sends each as its `param`. The state machine
 //! and validation read only this table.
 
+use crate::codes::Refusal;
+
 /// How a task field is checked and encoded, with its limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
@@ -117,7 +119,7 @@ pub(crate) enum AnswerKey {
 }
 
 impl AnswerKey {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             AnswerKey::Result => "result",
             AnswerKey::Request => "request",
@@ -132,20 +134,25 @@ pub(crate) struct FieldSpec {
     pub name: &'static str,
     /// The `in.php` parameter (empty for fields that change how the task is sent).
     pub param: &'static str,
+    /// Other parameter names clients send for it (the official SDK's `caseSensitive`,
+    /// 2captcha-python's `useragent`...): read by the endpoint ([`crate::endpoint`]), never sent.
+    pub aliases: &'static [&'static str],
     /// How the value is checked and encoded.
     pub kind: FieldKind,
     /// Whether a task of the type must give the field.
     pub required: bool,
     /// The value used when the task leaves the field out.
     pub default: Option<&'static str>,
+    /// Which of CaptchaAI's codes the endpoint answers when a request gets this field wrong.
+    pub refused_as: Refusal,
 }
 
 const fn req(name: &'static str, param: &'static str, kind: FieldKind) -> FieldSpec {
-    FieldSpec { name, param, kind, required: true, default: None }
+    FieldSpec { name, param, aliases: &[], kind, required: true, default: None, refused_as: Refusal::Parameter }
 }
 
 const fn opt(name: &'static str, param: &'static str, kind: FieldKind) -> FieldSpec {
-    FieldSpec { name, param, kind, required: false, default: None }
+    FieldSpec { name, param, aliases: &[], kind, required: false, default: None, refused_as: Refusal::Parameter }
 }
 
 const fn text(max_chars: usize) -> FieldKind {
@@ -182,6 +189,15 @@ pub(crate) struct TypeSpec {
     /// How long a solved token stays usable, counted from when the answer arrived; `None` where
     /// the lifetime is set by the site or unknown (see the README's token table).
     pub token_ttl_ms: Option<u64>,
+    /// Where CaptchaAI writes a solved answer in a `json=1` reply (`request`, and also `result`
+    /// where the official SDK reads it there): what the endpoint renders.
+    pub answer_to: &'static [AnswerKey],
+    /// Whether CaptchaAI sends this type's task ids as JSON numbers in `json=1` submit replies
+    /// (observed live for `userrecaptcha`; strings for the rest): what the endpoint renders.
+    pub numeric_task_id: bool,
+    /// Other `method`s clients send for this type (2captcha-python's `geetest_v4`), read by the
+    /// endpoint; a request with one needs none of the type's fixed parameters.
+    pub also_methods: &'static [&'static str],
 }
 
 impl TypeSpec {
@@ -303,6 +319,12 @@ pub fn task_types() -> impl ExactSizeIterator<Item = TaskType> + Clone {
 /// `result` when present and not empty, else `request`: where CaptchaAI puts every answer.
 const RESULT_THEN_REQUEST: &[AnswerKey] = &[AnswerKey::Result, AnswerKey::Request];
 
+/// `request` alone: where CaptchaAI writes most answers.
+const REQUEST_ONLY: &[AnswerKey] = &[AnswerKey::Request];
+/// `request` and `result` (the same answer): reCAPTCHA Enterprise and Cloudflare Challenge, whose
+/// answer the official SDK reads from `result`.
+const REQUEST_AND_RESULT: &[AnswerKey] = &[AnswerKey::Request, AnswerKey::Result];
+
 /// Where the answer of a reply that belongs to no type is (`getbalance`'s balance).
 pub(crate) const ACCOUNT_ANSWER_FROM: &[AnswerKey] = RESULT_THEN_REQUEST;
 
@@ -321,6 +343,8 @@ const UPLOAD_MODES: &[&str] = &["base64", "multipart"];
 
 /// The multipart part that carries an uploaded image.
 pub(crate) const MULTIPART_FILE_PARAM: &str = "file";
+/// The `method` of a submit whose image is that part (for the image's type, `base64` otherwise).
+pub(crate) const MULTIPART_METHOD: &str = "post";
 
 /// `extra`'s rules.
 pub(crate) const EXTRA: ExtraRules = ExtraRules {
@@ -335,22 +359,30 @@ const KEY_LEN: usize = 256;
 const TEXT_LEN: usize = 4_096;
 const COOKIE_LEN: usize = 16_384;
 
-const GOOGLEKEY: FieldSpec = req("sitekey", "googlekey", text(KEY_LEN));
-const SITEKEY: FieldSpec = req("sitekey", "sitekey", text(KEY_LEN));
-const PAGEURL: FieldSpec = req("pageurl", "pageurl", URL);
+const GOOGLEKEY: FieldSpec = FieldSpec { refused_as: Refusal::SiteKey, ..req("sitekey", "googlekey", text(KEY_LEN)) };
+const SITEKEY: FieldSpec = FieldSpec { refused_as: Refusal::SiteKey, ..req("sitekey", "sitekey", text(KEY_LEN)) };
+const PAGEURL: FieldSpec = FieldSpec { refused_as: Refusal::PageUrl, ..req("pageurl", "pageurl", URL) };
 const INVISIBLE: FieldSpec = opt("invisible", "invisible", FieldKind::Flag);
 const DATA_S: FieldSpec = opt("data_s", "data-s", text(TEXT_LEN));
 const ACTION_OPT: FieldSpec = opt("action", "action", text(KEY_LEN));
 const ACTION_REQ: FieldSpec = req("action", "action", text(KEY_LEN));
 const MIN_SCORE: FieldSpec = opt("min_score", "min_score", SCORE);
 const COOKIES: FieldSpec = opt("cookies", "cookies", text(COOKIE_LEN));
-const USER_AGENT: FieldSpec = opt("user_agent", "userAgent", text(TEXT_LEN));
-const PROXY_OPT: FieldSpec = opt("proxy", "proxy", PROXY);
-const PROXY_REQ: FieldSpec = req("proxy", "proxy", PROXY);
+/// 2captcha-python sends `useragent` (its Turnstile and CaptchaFox methods).
+const USER_AGENT: FieldSpec = FieldSpec { aliases: &["useragent"], ..opt("user_agent", "userAgent", text(TEXT_LEN)) };
+const PROXY_OPT: FieldSpec = FieldSpec { refused_as: Refusal::Proxy, ..opt("proxy", "proxy", PROXY) };
+const PROXY_REQ: FieldSpec = FieldSpec { refused_as: Refusal::Proxy, ..req("proxy", "proxy", PROXY) };
 const PROXY_TYPES: &[&str] = &["HTTP", "HTTPS", "SOCKS4", "SOCKS5"];
-const PROXYTYPE_OPT: FieldSpec = opt("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES });
-const PROXYTYPE_REQ: FieldSpec = req("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES });
-const IMAGE: FieldSpec = req("image", "body", FieldKind::Image(IMAGE_LIMITS));
+const PROXYTYPE_OPT: FieldSpec = FieldSpec {
+    refused_as: Refusal::Proxy,
+    ..opt("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES })
+};
+const PROXYTYPE_REQ: FieldSpec = FieldSpec {
+    refused_as: Refusal::Proxy,
+    ..req("proxytype", "proxytype", FieldKind::Choice { values: PROXY_TYPES })
+};
+const IMAGE: FieldSpec =
+    FieldSpec { refused_as: Refusal::Image, ..req("image", "body", FieldKind::Image(IMAGE_LIMITS)) };
 
 /// Every supported type. Polls every 5 s (the SDK's and docs' interval). First waits: for each
 /// type, a wait near the middle of the range of first waits that beats both the official SDK's
@@ -369,6 +401,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: Some(120 * SECOND),
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: true,
+        also_methods: &[],
     },
     TypeSpec {
         name: "recaptcha_v2_enterprise",
@@ -381,6 +416,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: Some(120 * SECOND),
+        answer_to: REQUEST_AND_RESULT,
+        numeric_task_id: true,
+        also_methods: &[],
     },
     TypeSpec {
         name: "recaptcha_v3",
@@ -393,6 +431,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: Some(120 * SECOND),
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: true,
+        also_methods: &[],
     },
     TypeSpec {
         name: "recaptcha_v3_enterprise",
@@ -405,6 +446,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: Some(120 * SECOND),
+        answer_to: REQUEST_AND_RESULT,
+        numeric_task_id: true,
+        also_methods: &[],
     },
     TypeSpec {
         name: "turnstile",
@@ -427,18 +471,31 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: Some(300 * SECOND),
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "cloudflare_challenge",
         method: "cloudflare_challenge",
         fixed: &[],
-        fields: &[PAGEURL, PROXY_REQ, PROXYTYPE_REQ, opt("sitekey", "sitekey", text(KEY_LEN)), USER_AGENT, COOKIES],
+        fields: &[
+            PAGEURL,
+            PROXY_REQ,
+            PROXYTYPE_REQ,
+            FieldSpec { refused_as: Refusal::SiteKey, ..opt("sitekey", "sitekey", text(KEY_LEN)) },
+            USER_AGENT,
+            COOKIES,
+        ],
         answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Text,
         initial_wait_ms: 30 * SECOND,
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 300 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_AND_RESULT,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "geetest_v3",
@@ -460,13 +517,17 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "geetest_v4",
         method: "geetest",
         fixed: &[("version", "4")],
         fields: &[
-            req("captcha_id", "gt", text(KEY_LEN)),
+            // 2captcha-python's `geetest_v4` method sends `captcha_id`.
+            FieldSpec { aliases: &["captcha_id"], ..req("captcha_id", "gt", text(KEY_LEN)) },
             PAGEURL,
             opt("api_server", "api_server", text(KEY_LEN)),
             COOKIES,
@@ -480,6 +541,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &["geetest_v4"],
     },
     TypeSpec {
         name: "captchafox",
@@ -492,6 +556,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "friendly_captcha",
@@ -510,6 +577,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "lemin",
@@ -519,7 +589,8 @@ pub(crate) const TYPES: &[TypeSpec] = &[
             req("captcha_id", "captcha_id", text(KEY_LEN)),
             req("div_id", "div_id", text(KEY_LEN)),
             PAGEURL,
-            opt("api_server", "apiServer", text(KEY_LEN)),
+            // 2captcha-python renames `apiServer` to `api_server`.
+            FieldSpec { aliases: &["api_server"], ..opt("api_server", "apiServer", text(KEY_LEN)) },
             PROXY_OPT,
             PROXYTYPE_OPT,
         ],
@@ -529,6 +600,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 120 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "image",
@@ -539,7 +613,8 @@ pub(crate) const TYPES: &[TypeSpec] = &[
             FieldSpec { default: Some("base64"), ..opt("upload", "", FieldKind::Upload { modes: UPLOAD_MODES }) },
             opt("sync", "", FieldKind::Sync),
             opt("phrase", "phrase", FieldKind::Flag),
-            opt("case_sensitive", "regsense", FieldKind::Flag),
+            // The official SDK sends `caseSensitive`.
+            FieldSpec { aliases: &["caseSensitive"], ..opt("case_sensitive", "regsense", FieldKind::Flag) },
             opt("numeric", "numeric", int(0, 4)),
             opt("min_len", "min_len", int(0, 20)),
             opt("max_len", "max_len", int(0, 20)),
@@ -554,6 +629,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "grid",
@@ -573,6 +651,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
     TypeSpec {
         name: "bls",
@@ -580,7 +661,10 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         fixed: &[],
         fields: &[
             req("instructions", "instructions", text(KEY_LEN)),
-            req("images", "image_base64", FieldKind::Images { count: 9, each: BLS_IMAGE_LIMITS }),
+            FieldSpec {
+                refused_as: Refusal::Image,
+                ..req("images", "image_base64", FieldKind::Images { count: 9, each: BLS_IMAGE_LIMITS })
+            },
         ],
         answer_from: RESULT_THEN_REQUEST,
         answer: AnswerShape::Cells,
@@ -588,6 +672,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         poll_interval_ms: 5 * SECOND,
         deadline_ms: 60 * SECOND,
         token_ttl_ms: None,
+        answer_to: REQUEST_ONLY,
+        numeric_task_id: false,
+        also_methods: &[],
     },
 ];
 
@@ -684,6 +771,84 @@ pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     floor_decay: 8192,
     calm: 20,
 };
+
+/// What the endpoint ([`crate::endpoint`]) does with a request parameter that is not a task field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EndpointParam {
+    /// The client's key.
+    Key,
+    /// `in.php`: the captcha type's `method`.
+    Method,
+    /// `res.php`: what is asked.
+    Action,
+    /// `res.php`: one task id.
+    Id,
+    /// `res.php`: several task ids, comma-separated.
+    Ids,
+    /// Answer in JSON (`1`) or plain text (`0`, or left out).
+    Json,
+    /// Add `Access-Control-Allow-Origin: *` to the reply (`1`).
+    Cors,
+    /// Read and dropped: it means nothing here (docs/endpoint.md says why, per parameter).
+    Ignored,
+    /// Refused, for this reason.
+    Refused(&'static str),
+}
+
+/// `in.php`'s parameters that are not task fields. Every other parameter is a task field of the
+/// `method`'s type, or else passed through to CaptchaAI as the task's `extra`.
+pub(crate) const SUBMIT_PARAMS: &[(&str, EndpointParam)] = &[
+    ("key", EndpointParam::Key),
+    ("method", EndpointParam::Method),
+    ("json", EndpointParam::Json),
+    ("header_acao", EndpointParam::Cors),
+    // A developer id for 2captcha's revenue share: 2captcha-python sends 4580 with every task.
+    ("soft_id", EndpointParam::Ignored),
+    (
+        "pingback",
+        EndpointParam::Refused("callbacks (pingback) are not sent by this endpoint: poll res.php for the answer"),
+    ),
+];
+
+/// `res.php`'s parameters; any other is ignored, as CaptchaAI does.
+pub(crate) const RES_PARAMS: &[(&str, EndpointParam)] = &[
+    ("key", EndpointParam::Key),
+    ("action", EndpointParam::Action),
+    ("id", EndpointParam::Id),
+    ("ids", EndpointParam::Ids),
+    ("json", EndpointParam::Json),
+    ("header_acao", EndpointParam::Cors),
+];
+
+/// A `res.php` action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// A task's answer (`id`, or `ids` for several).
+    Get,
+    /// The plan's threads.
+    ThreadsInfo,
+    /// The balance.
+    Balance,
+    /// The answer of `id` was right.
+    ReportGood,
+    /// The answer of `id` was wrong.
+    ReportBad,
+}
+
+/// `res.php`'s `action` values. Neither client the endpoint serves sends `get2` (2captcha's
+/// answer-with-price), so it is not one.
+pub(crate) const RES_ACTIONS: &[(&str, Asked)] = &[
+    ("get", Asked::Get),
+    ("threadsinfo", Asked::ThreadsInfo),
+    ("getbalance", Asked::Balance),
+    ("reportgood", Asked::ReportGood),
+    ("reportbad", Asked::ReportBad),
+];
+
+/// The wire name of a `res.php` action.
+pub(crate) fn action_name(asked: Asked) -> &'static str {
+    RES_ACTIONS.iter().find(|(_, a)| *a == asked).map_or("", |(name, _)| name)
+}
 
 /// Types people ask for that CaptchaAI does not solve, with the reason given to the user.
 pub(crate) const UNSUPPORTED: &[(&str, &str)] = &[(

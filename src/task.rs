@@ -14,7 +14,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::codes;
+use crate::codes::{self, Problem};
 use crate::error::{ValidationError, field_must as must, invalid_task as invalid};
 use crate::image::{self, Image};
 use crate::registry::{self, EXTRA, FieldKind, FieldSpec, ImageLimits, TaskType, TypeSpec};
@@ -101,7 +101,8 @@ impl Task {
             match value.filter(not_null).or(default.as_ref()) {
                 Some(v) => values.push((field, parse_field(field, v)?)),
                 None if field.required => {
-                    return Err(invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name)));
+                    let error = invalid(field.name, format!("`{}` is required for type {}", field.name, spec.name));
+                    return Err(error.because(Problem::Missing));
                 }
                 None => {}
             }
@@ -141,7 +142,7 @@ impl Task {
     /// The `method` sent to `in.php` (a multipart upload uses `post`).
     pub fn method(&self) -> &'static str {
         match self.upload() {
-            Upload::Multipart => "post",
+            Upload::Multipart => registry::MULTIPART_METHOD,
             Upload::Form => self.spec.method,
         }
     }
@@ -217,7 +218,8 @@ impl Task {
         let has_proxy = self.get("proxy").is_some();
         let has_type = self.get("proxytype").is_some();
         if has_proxy && !has_type {
-            return Err(invalid("proxytype", "`proxytype` (HTTP, HTTPS, SOCKS4 or SOCKS5) is required with `proxy`"));
+            let error = invalid("proxytype", "`proxytype` (HTTP, HTTPS, SOCKS4 or SOCKS5) is required with `proxy`");
+            return Err(error.because(Problem::Missing));
         }
         if has_type && !has_proxy {
             return Err(invalid("proxytype", "`proxytype` was given without `proxy`"));
@@ -256,11 +258,24 @@ impl Task {
                     format!("`{field}`: parameter names must be 1-64 ASCII letters, digits, `_` or `-`"),
                 ));
             }
-            let typed = self.spec.fields.iter().any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)));
+            let typed = self
+                .spec
+                .fields
+                .iter()
+                .any(|f| is(f.name) || (!f.param.is_empty() && is(f.param)) || f.aliases.iter().any(|a| is(a)));
             if typed || generated.iter().any(|(p, _)| is(p)) || is(EXTRA.file_param) {
                 return Err(invalid(
                     &field,
                     format!("`{field}`: `{name}` is a field of type {}; set it directly", self.spec.name),
+                ));
+            }
+            // `version=v3` on a recaptcha_v2 task would make it a v3 task at CaptchaAI.
+            let sibling =
+                registry::TYPES.iter().find(|t| t.method == self.spec.method && t.fixed.iter().any(|(p, _)| is(p)));
+            if let Some(sibling) = sibling {
+                return Err(invalid(
+                    &field,
+                    format!("`{field}`: `{base}` tells type {} apart; use that type", sibling.name),
                 ));
             }
             let text = match value {
@@ -359,7 +374,7 @@ fn type_of(object: &TaskObject<'_>) -> Result<&'static TypeSpec, ValidationError
     let name = match object.get("type") {
         Some(Field::Str(name)) => name,
         Some(_) => return Err(invalid("type", "`type` must be a string")),
-        None => return Err(invalid("type", "`type` is required")),
+        None => return Err(invalid("type", "`type` is required").because(Problem::Missing)),
     };
     if let Some(spec) = registry::lookup(name) {
         return Ok(spec);

@@ -235,3 +235,66 @@ fn solve_times_vectors_show_their_models() {
         assert_eq!(n(after), n(before) + 1, "{}: the model observed the solution", v.name);
     }
 }
+
+fn endpoint_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors/endpoint");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every endpoint vector case gives its stored result natively, and agrees with its hand-written
+/// `expect`; `BLESS=1` rewrites the results. No result holds the key a case's request carried,
+/// except where the case put it (a submit's or question's `key`, a refusal's `key`).
+#[test]
+fn endpoint_vectors_give_their_results() {
+    use captchaai_vectors::endpoint::{Call, EndpointVector, check_expect, run_case};
+    let bless = std::env::var_os("BLESS").is_some();
+    let files = endpoint_files();
+    assert!(files.len() >= 4, "expected the endpoint vectors, found {}", files.len());
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for path in &files {
+        let text = fs::read_to_string(path).unwrap();
+        let mut vector = EndpointVector::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for case in &mut vector.cases {
+            cases += 1;
+            let result = run_case(&mut Native, &case.call);
+            let name = format!("{} / {}", vector.name, case.about);
+            if let Err(e) = check_expect(&case.expect, &result) {
+                failures.push(format!("{name}: {e}\n  result: {result}"));
+                continue;
+            }
+            if let Call::Read { params, .. } = &case.call {
+                let mut rendered = result.clone();
+                for outcome in ["submit", "res", "refusal"] {
+                    if let Some(body) = rendered.get_mut(outcome).and_then(Json::as_object_mut) {
+                        body.remove("key");
+                    }
+                }
+                let rendered = rendered.to_string();
+                for (_, value) in params.iter().filter(|(name, _)| name.eq_ignore_ascii_case("key")) {
+                    if value.len() >= 8 && rendered.contains(value.as_str()) {
+                        failures.push(format!("{name}: the key appears in the result: {rendered}"));
+                    }
+                }
+            }
+            if bless {
+                case.result = result;
+            } else if case.result != result {
+                failures.push(format!("{name}: the result differs\n  stored:   {}\n  replayed: {result}", case.result));
+            }
+        }
+        if bless {
+            fs::write(path, vector.to_pretty() + "\n").unwrap();
+        } else {
+            assert_eq!(vector.to_pretty() + "\n", text, "{} is not in canonical form", path.display());
+        }
+    }
+    assert!(cases >= 100, "expected the full endpoint case set, found {cases}");
+    assert!(failures.is_empty(), "{} endpoint cases failed:\n{}", failures.len(), failures.join("\n"));
+}

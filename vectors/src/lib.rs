@@ -11,6 +11,8 @@
 //! solution. Both are derived from the engine's rule: `solve_times_recipe` says how the model is
 //! built ([`build_solve_times`] runs it), and blessing writes both.
 
+pub mod endpoint;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use captchaai_engine::{
