@@ -53,7 +53,8 @@ pub struct Solution {
     pub task_id: Option<Arc<str>>,
     /// When the original submit was sent (epoch ms).
     pub submitted_at: u64,
-    /// When the answer arrived (epoch ms); token lifetimes count from here.
+    /// When the answer arrived (epoch ms); token lifetimes count from here, except for an
+    /// answer the last poll fetched after the deadline (see `expires_at`).
     pub solved_at: u64,
     /// `solved_at - submitted_at`.
     pub elapsed_ms: u64,
@@ -61,7 +62,9 @@ pub struct Solution {
     pub polls: u32,
     /// Tasks submitted for this solve: 1 plus fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE.
     pub attempts: u32,
-    /// When the token stops being usable, where the type's lifetime is known.
+    /// When the token stops being usable, where the type's lifetime is known: `solved_at` plus
+    /// the lifetime; for an answer the last poll fetched after the deadline (it may have waited
+    /// at CaptchaAI since the submit), `submitted_at` plus the lifetime.
     pub expires_at: Option<u64>,
 }
 

@@ -180,7 +180,12 @@ pub(crate) struct TypeSpec {
     /// Default deadline, counted from the original submit.
     pub deadline_ms: u64,
     /// How long a solved token stays usable, counted from when the answer arrived; `None` where
-    /// the lifetime is set by the site or unknown (see the README's token table).
+    /// the lifetime is set by the site or unknown (see the README's token table). It also bounds
+    /// the last poll after the deadline (`Solve::poll_output`): sent only before the original
+    /// submit plus this lifetime (no answer of the task is older than its submit), and never
+    /// for `None`. How long CaptchaAI keeps an answer retrievable is stated by no source
+    /// (unconfirmed; its docs only say `ERROR_WRONG_CAPTCHA_ID` means an unknown or expired
+    /// task id): a last poll for an answer it no longer keeps costs that one request.
     pub token_ttl_ms: Option<u64>,
 }
 
@@ -257,7 +262,8 @@ impl TaskType {
         self.0.deadline_ms
     }
 
-    /// How long a solved token stays usable from when it arrived, where known.
+    /// How long a solved token stays usable from when it arrived, where known. It also bounds
+    /// the last poll a solve may send after its deadline (see [`crate::Solve::poll_output`]).
     pub fn token_ttl_ms(self) -> Option<u64> {
         self.0.token_ttl_ms
     }

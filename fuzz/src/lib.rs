@@ -5,7 +5,8 @@
 //! Any outcome but a panic is fine; the bodies also assert cheap invariants:
 //! - the key never appears in a URL, a failure message, or (unless a reply the engine was fed
 //!   contained it, so the upstream itself echoed it) a snapshot, a failure or any `Debug` print;
-//! - nothing is asked to be sent at or after the deadline (for solves the engine created);
+//! - nothing is asked to be sent at or after the deadline but one last poll, whose timeout passes
+//!   by `ends_by` (for solves the engine created);
 //! - terminal outputs are sticky;
 //! - a `Misuse` error changes nothing (the snapshot is the same before and after);
 //! - a snapshot restores to a solve with the same snapshot.
@@ -18,8 +19,8 @@ pub mod edge_request_parsing;
 
 use arbitrary::Unstructured;
 use captchaai_engine::{
-    Answer, ApiKey, Config, HttpRequest, Misuse, Origin, Output, Solution, Solve, SolveTimes, Task, TransportError,
-    account, codes,
+    Answer, ApiKey, Config, HttpRequest, Misuse, Origin, Output, RequestKind, Solution, Solve, SolveTimes, Task,
+    TransportError, account, codes,
 };
 
 pub use tasks::TASKS;
@@ -47,8 +48,10 @@ struct Checker {
     /// (task ids, answers) may hold it too. Messages must still be redacted.
     tainted: bool,
     /// The solve came from the engine (not from an arbitrary snapshot): its requests must all
-    /// be due before the deadline.
+    /// be due before the deadline, but the last poll.
     engine_made: bool,
+    /// The id of the last poll (the one request due at or after the deadline), once asked for.
+    last_poll: Option<u32>,
     terminal: Option<Output>,
     /// The input itself held the key (a snapshot given to `restore`): a restored failure's
     /// message and the config's base URL are the input's text, so even they may hold it.
@@ -59,7 +62,7 @@ struct Checker {
 
 impl Checker {
     fn new(engine_made: bool) -> Checker {
-        Checker { tainted: false, engine_made, terminal: None, key_in_input: false, outputs: 0 }
+        Checker { tainted: false, engine_made, last_poll: None, terminal: None, key_in_input: false, outputs: 0 }
     }
 
     fn fed(&mut self, body: &[u8]) {
@@ -102,14 +105,25 @@ impl Checker {
         }
     }
 
-    fn request(&self, solve: &Solve, request: &HttpRequest, thorough: bool) {
+    fn request(&mut self, solve: &Solve, request: &HttpRequest, thorough: bool) {
         if !self.key_in_input {
             assert!(!request.url.contains(KEY), "the key is in a URL");
         }
         if self.engine_made
             && let Some(deadline) = solve.deadline()
+            && request.at >= deadline
         {
-            assert!(request.at < deadline, "request due at {} is not before the deadline {deadline}", request.at);
+            // Only the last poll, one request, answered or timed out by `ends_by`.
+            assert_eq!(
+                request.kind,
+                RequestKind::Poll,
+                "a request due at {} after the deadline {deadline}",
+                request.at
+            );
+            let ends_by = solve.ends_by().unwrap_or(deadline);
+            assert!(request.at + request.timeout_ms <= ends_by, "the last poll at {} ends past {ends_by}", request.at);
+            assert!(self.last_poll.is_none_or(|id| id == request.id), "a second request after the deadline");
+            self.last_poll = Some(request.id);
         }
         if thorough && !self.tainted {
             assert!(!format!("{request:?}").contains(KEY), "the key is in a request's Debug");
