@@ -14,6 +14,7 @@ use crate::codes::{self, Class, Origin};
 #[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[error("{code} ({class}): {message}", class = class.as_str())]
+#[non_exhaustive]
 pub struct Failure {
     /// The raw API code (`ERROR_ZERO_BALANCE`, `IP_BANNED`...) or an engine code
     /// (`INVALID_TASK`, `DEADLINE_EXCEEDED`...); listed by [`crate::codes()`].
@@ -43,6 +44,7 @@ impl Failure {
 /// "solved_at", "elapsed_ms", "polls", "attempts", "expires_at"}` (absent values are null).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Solution {
     /// The answer: a token or text, or structured JSON.
     pub answer: Answer,
@@ -131,6 +133,7 @@ enum ClientAnswer<'a> {
 /// is shared: the sticky terminal output hands out the same answer without copying it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Answer {
     /// A token or text, as the service sent it.
     Text(Arc<str>),

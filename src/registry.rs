@@ -8,6 +8,7 @@
 
 /// How a task field is checked and encoded, with its limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FieldKind {
     /// Non-empty text without control characters. JSON numbers are accepted and written in
     /// decimal.
@@ -71,6 +72,7 @@ pub enum FieldKind {
 /// What an image field accepts: a jpg, png or gif (by its magic bytes,
 /// [`crate::ImageFormat::signatures`]) of this size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ImageLimits {
     /// The fewest bytes, decoded (the docs say 100; one page says 1 KB).
     pub min_bytes: usize,
@@ -83,6 +85,7 @@ pub struct ImageLimits {
 
 /// The shape of a solved answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AnswerShape {
     /// An opaque token or text, returned as is.
     Text,
@@ -96,6 +99,7 @@ pub enum AnswerShape {
 /// today; a name is also refused when it is one of the type's fields, parameters or fixed
 /// parameters, in any ASCII case and before any `[`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExtraRules {
     /// Names the engine sets itself, never overridden (any case, nor as `key[]`...).
     pub engine_params: &'static [&'static str],

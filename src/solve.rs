@@ -38,7 +38,9 @@ use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
 
-/// What the host should do next.
+/// What the host should do next. Not `#[non_exhaustive]` on purpose: a host must act on every
+/// output, so a new kind of output would change the driving contract, which a host should learn
+/// from the compiler.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
     /// Sleep until the request's `at` (epoch ms), send it, then feed back its reply or transport

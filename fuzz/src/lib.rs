@@ -19,7 +19,7 @@ pub mod edge_request_parsing;
 
 use arbitrary::Unstructured;
 use captchaai_engine::{
-    Answer, ApiKey, Config, HttpRequest, Misuse, Origin, Output, RequestKind, Solution, Solve, SolveTimes, Task,
+    ApiKey, Config, HttpRequest, Misuse, Origin, Output, RequestKind, Solution, Solve, SolveTimes, Task,
     TransportError, account, codes,
 };
 
@@ -330,6 +330,22 @@ fn status(u: &mut Unstructured) -> u16 {
     }
 }
 
+/// A solution the engine gave (submitted at `T0`), which [`learned`] copies and sets:
+/// `Solution` is `#[non_exhaustive]`, made by the engine only.
+static SOLUTION: std::sync::LazyLock<Solution> = std::sync::LazyLock::new(|| {
+    let task = r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"https://example.com/login"}"#;
+    let mut solve = Solve::from_json(task, KEY, &Config::default(), T0).expect("a turnstile task");
+    let mut output = solve.poll_output(T0);
+    for reply in [r#"{"status":1,"request":"7412"}"#, r#"{"status":1,"request":"t"}"#] {
+        let Ok(Output::Send(request)) = output else { break };
+        output = solve.handle_response(request.at, request.id, 200, reply.as_bytes());
+    }
+    match output {
+        Ok(Output::Solved(solution)) => solution,
+        other => panic!("the canned solve was not solved: {other:?}"),
+    }
+});
+
 /// A solve-times model of `task_json`'s type taught up to 95 finished solves, each from the
 /// input: its solve time (ms / 16, two bytes) and a byte for its polls (`% 12`; from 240 on, a
 /// solve of two attempts, which the model must ignore). Its text form must stay within 1 KiB and
@@ -338,17 +354,10 @@ fn learned(u: &mut Unstructured, task_json: &str) -> Option<SolveTimes> {
     let mut model = SolveTimes::new(Task::from_json(task_json).ok()?.task_type().name()).ok()?;
     for _ in 0..byte(u) % 96 {
         let (elapsed, polls) = (small(u) * 16, byte(u));
-        model.observe(&Solution {
-            answer: Answer::Text("".into()),
-            user_agent: None,
-            task_id: None,
-            submitted_at: T0,
-            solved_at: T0 + elapsed,
-            elapsed_ms: elapsed,
-            polls: u32::from(polls % 12),
-            attempts: 1 + u32::from(polls >= 240),
-            expires_at: None,
-        });
+        let mut solution = SOLUTION.clone();
+        (solution.solved_at, solution.elapsed_ms) = (T0 + elapsed, elapsed);
+        (solution.polls, solution.attempts) = (u32::from(polls % 12), 1 + u32::from(polls >= 240));
+        model.observe(&solution);
     }
     let text = model.to_string();
     assert!(text.len() <= 1_024, "a model of {} bytes", text.len());
