@@ -48,8 +48,12 @@ for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/*.json"))):
             step = {"submit": 0, "poll": 1, "threads_info": 2}.get(kind, 0)
             body = body_of(r)
             write("reply", bytes([ti, step]) + struct.pack("<H", r["status"]) + body)
-    # ops: reply (op 1) / transport (op 3) per script entry, in order.
-    for entry in v["script"]:
+    # ops: reply (op 1) / transport (op 3) per script entry, in order; a host stall before an
+    # entry is a poll later by its time (op 0).
+    stalls = {s["send"]: s["until_ms"] for s in v.get("stall_before", [])}
+    for n, entry in enumerate(v["script"]):
+        if n in stalls:
+            ops += bytes([0]) + struct.pack("<H", min(stalls[n] // 16, 65535))
         if entry == "silence":
             ops += bytes([3, 0, 0, 0])
         elif "reply" in entry:

@@ -15,6 +15,7 @@ use crate::reply::{self, Field, Reply};
 
 /// The plan's thread cap and how many threads are busy now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ThreadsInfo {
     /// The plan's thread cap.
     pub threads: u64,
@@ -121,7 +122,7 @@ pub(crate) fn reply_failure(reply: Reply, action: &str) -> Failure {
 /// A ticket handed out by [`ThreadGate::enter`].
 pub type Ticket = u64;
 
-/// Whether a solve may start.
+/// Whether a solve may start. Not `#[non_exhaustive]` on purpose: a host acts on both answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
     /// Start now: a thread is reserved for it.

@@ -9,6 +9,7 @@
 /// What a failure means for the caller. In JSON: its [`Class::as_str`] name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Class {
     /// Fix the key, plan, account or task before trying again; retrying unchanged cannot help.
     Permanent,
@@ -36,6 +37,7 @@ impl Class {
 
 /// Where a failure comes from, so a host can answer its own clients without reading codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Origin {
     /// The task, config or key was refused before anything was sent: fix the input.
     Input,
@@ -58,6 +60,7 @@ impl Origin {
 
 /// Who produces a code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Source {
     /// Documented by CaptchaAI (docs, official SDK or live observation).
     Api,

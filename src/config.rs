@@ -10,6 +10,7 @@ use crate::registry::{TYPES, TypeSpec};
 
 /// The range a numeric config field may take, listed by [`Config::limits`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limit {
     /// The field's name in config JSON (and the WIT `config` record).
     pub field: &'static str,
@@ -85,6 +86,10 @@ pub(crate) fn endpoint_url(base_url: &str, path: &str) -> Arc<str> {
 /// How a solve runs. Every field has a default; `None` timings take the type's value from the
 /// registry.
 ///
+/// Build it with `..Config::default()` (`Config { deadline_ms: Some(60_000), ..Config::default()
+/// }`) or [`Config::from_json`]: both keep compiling as fields are added. (It is not
+/// `#[non_exhaustive]`, which would forbid that form outside this crate.)
+///
 /// As JSON: an object with any of the fields by name. Unknown fields are rejected; missing or
 /// null ones take their defaults. [`Serialize`] writes every field (unset timings as null).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +101,8 @@ pub struct Config {
     /// Per-request timeout given to the host (1 s to 120 s).
     pub request_timeout_ms: u64,
     /// Overall deadline counted from the original submit (10 s to 1 h; must exceed the first
-    /// wait). Every solve ends by `deadline + request_timeout`.
+    /// wait). A solve ends by `deadline + request_timeout`, or by [`crate::Solve::ends_by`] when
+    /// its host stalled past the deadline with a poll to send (the last poll).
     pub deadline_ms: Option<u64>,
     /// Wait between an accepted submit and the first poll (1 s to 300 s).
     pub initial_wait_ms: Option<u64>,

@@ -10,6 +10,7 @@ use crate::outcome::Failure;
 /// and never contains the API key.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error("{message}")]
+#[non_exhaustive]
 pub struct ValidationError {
     /// `INVALID_TASK`, `INVALID_CONFIG` or `INVALID_KEY`.
     pub code: &'static str,
@@ -53,6 +54,7 @@ impl From<ValidationError> for Failure {
 
 /// The host broke the driving contract. The solve's state is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum Misuse {
     /// `now` is earlier than a time this solve has already been given.
     #[error("time went backwards: {now} ms is before {last} ms, which this solve has already seen")]

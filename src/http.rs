@@ -46,6 +46,7 @@ impl fmt::Debug for ApiKey {
 
 /// What a request is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RequestKind {
     /// `in.php` (or `solve.php` in synchronous mode): create a task.
     Submit,
@@ -72,7 +73,8 @@ impl RequestKind {
     }
 }
 
-/// A request body.
+/// A request body. Not `#[non_exhaustive]` on purpose: a host must send every body, so a new
+/// kind would change the driving contract, which a host should learn from the compiler.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Body {
     /// `application/x-www-form-urlencoded` text (shared: a solve hands out the same poll body
@@ -94,6 +96,7 @@ impl Body {
 
 /// An HTTP request for the host to send at `at`. Always a `POST` with the key in the body.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpRequest {
     /// Feed the reply back with this id.
     pub id: u32,
@@ -195,6 +198,7 @@ impl fmt::Debug for HttpRequest {
 
 /// How a request failed without a reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TransportError {
     /// No reply within the request's `timeout_ms`.
     Timeout,

@@ -11,6 +11,7 @@ use crate::registry::ImageLimits;
 
 /// A decoded, checked image.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Image {
     /// Canonical (padded, standard alphabet) base64 of the bytes.
     pub base64: String,
@@ -29,6 +30,7 @@ impl Image {
 
 /// The image formats CaptchaAI accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ImageFormat {
     /// JPEG (`FF D8 FF`).
     Jpeg,

@@ -14,6 +14,7 @@ use crate::codes::{self, Class, Origin};
 #[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[error("{code} ({class}): {message}", class = class.as_str())]
+#[non_exhaustive]
 pub struct Failure {
     /// The raw API code (`ERROR_ZERO_BALANCE`, `IP_BANNED`...) or an engine code
     /// (`INVALID_TASK`, `DEADLINE_EXCEEDED`...); listed by [`crate::codes()`].
@@ -43,6 +44,7 @@ impl Failure {
 /// "solved_at", "elapsed_ms", "polls", "attempts", "expires_at"}` (absent values are null).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Solution {
     /// The answer: a token or text, or structured JSON.
     pub answer: Answer,
@@ -53,7 +55,8 @@ pub struct Solution {
     pub task_id: Option<Arc<str>>,
     /// When the original submit was sent (epoch ms).
     pub submitted_at: u64,
-    /// When the answer arrived (epoch ms); token lifetimes count from here.
+    /// When the answer arrived (epoch ms); token lifetimes count from here, except for an
+    /// answer the last poll fetched after the deadline (see `expires_at`).
     pub solved_at: u64,
     /// `solved_at - submitted_at`.
     pub elapsed_ms: u64,
@@ -61,7 +64,9 @@ pub struct Solution {
     pub polls: u32,
     /// Tasks submitted for this solve: 1 plus fresh resubmissions after ERROR_CAPTCHA_UNSOLVABLE.
     pub attempts: u32,
-    /// When the token stops being usable, where the type's lifetime is known.
+    /// When the token stops being usable, where the type's lifetime is known: `solved_at` plus
+    /// the lifetime; for an answer the last poll fetched after the deadline (it may have waited
+    /// at CaptchaAI since the submit), `submitted_at` plus the lifetime.
     pub expires_at: Option<u64>,
 }
 
@@ -128,6 +133,7 @@ enum ClientAnswer<'a> {
 /// is shared: the sticky terminal output hands out the same answer without copying it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Answer {
     /// A token or text, as the service sent it.
     Text(Arc<str>),

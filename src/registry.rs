@@ -10,6 +10,7 @@ use crate::codes::Refusal;
 
 /// How a task field is checked and encoded, with its limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FieldKind {
     /// Non-empty text without control characters. JSON numbers are accepted and written in
     /// decimal.
@@ -73,6 +74,7 @@ pub enum FieldKind {
 /// What an image field accepts: a jpg, png or gif (by its magic bytes,
 /// [`crate::ImageFormat::signatures`]) of this size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ImageLimits {
     /// The fewest bytes, decoded (the docs say 100; one page says 1 KB).
     pub min_bytes: usize,
@@ -85,6 +87,7 @@ pub struct ImageLimits {
 
 /// The shape of a solved answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AnswerShape {
     /// An opaque token or text, returned as is.
     Text,
@@ -98,6 +101,7 @@ pub enum AnswerShape {
 /// today; a name is also refused when it is one of the type's fields, parameters or fixed
 /// parameters, in any ASCII case and before any `[`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExtraRules {
     /// Names the engine sets itself, never overridden (any case, nor as `key[]`...).
     pub engine_params: &'static [&'static str],
@@ -187,7 +191,12 @@ pub(crate) struct TypeSpec {
     /// Default deadline, counted from the original submit.
     pub deadline_ms: u64,
     /// How long a solved token stays usable, counted from when the answer arrived; `None` where
-    /// the lifetime is set by the site or unknown (see the README's token table).
+    /// the lifetime is set by the site or unknown (see the README's token table). It also bounds
+    /// the last poll after the deadline (`Solve::poll_output`): sent only before the original
+    /// submit plus this lifetime (no answer of the task is older than its submit), and never
+    /// for `None`. How long CaptchaAI keeps an answer retrievable is stated by no source
+    /// (unconfirmed; its docs only say `ERROR_WRONG_CAPTCHA_ID` means an unknown or expired
+    /// task id): a last poll for an answer it no longer keeps costs that one request.
     pub token_ttl_ms: Option<u64>,
     /// Where CaptchaAI writes a solved answer in a `json=1` reply (`request`, and also `result`
     /// where the official SDK reads it there): what the endpoint renders.
@@ -273,7 +282,8 @@ impl TaskType {
         self.0.deadline_ms
     }
 
-    /// How long a solved token stays usable from when it arrived, where known.
+    /// How long a solved token stays usable from when it arrived, where known. It also bounds
+    /// the last poll a solve may send after its deadline (see [`crate::Solve::poll_output`]).
     pub fn token_ttl_ms(self) -> Option<u64> {
         self.0.token_ttl_ms
     }

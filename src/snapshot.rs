@@ -32,6 +32,7 @@ pub(crate) const GAP_VERSION: u64 = 3;
 
 /// Why a snapshot could not be restored.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum RestoreError {
     /// The text is not JSON.
     #[error("snapshot is not valid JSON: {0}")]

@@ -38,7 +38,9 @@ use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
 
-/// What the host should do next.
+/// What the host should do next. Not `#[non_exhaustive]` on purpose: a host must act on every
+/// output, so a new kind of output would change the driving contract, which a host should learn
+/// from the compiler.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
     /// Sleep until the request's `at` (epoch ms), send it, then feed back its reply or transport
@@ -172,9 +174,13 @@ impl Solve {
         let mut solve = Solve::assemble(key, task, config, timings, state);
         solve.gap = gap;
         match solve.state.phase {
-            // The engine never schedules a step at or after the deadline: such a state is forged.
-            Phase::Ready { at, .. } if solve.deadline().is_some_and(|deadline| at >= deadline) => {
-                Err(RestoreError::Invalid("the next step is due after the deadline".into()))
+            // The engine schedules nothing at or after the deadline but the last poll, due
+            // before its window ends: anything else there is forged.
+            Phase::Ready { step, at } if solve.deadline().is_some_and(|deadline| at >= deadline) => {
+                match solve.last_poll_until() {
+                    Some(until) if step == Step::Poll && at < until => Ok(solve),
+                    _ => Err(RestoreError::Invalid("the next step is due after the deadline".into())),
+                }
             }
             _ => Ok(solve),
         }
@@ -244,11 +250,34 @@ impl Solve {
         self.state.started_at.map(|start| start.saturating_add(self.timings.deadline_ms))
     }
 
-    /// The latest time the solve can still wait on CaptchaAI (epoch ms): its deadline plus one
-    /// request timeout. Nothing is sent at or after the deadline, and the last request sent is
-    /// answered or timed out by then, so a task it submitted is no longer polled afterwards.
+    /// The latest time the solve can still wait on CaptchaAI (epoch ms), known from its start:
+    /// one request timeout after the later of its deadline and the end of its last-poll window
+    /// (the original submit plus the type's token lifetime, for a type whose lifetime is known
+    /// and longer than the deadline; see [`Solve::poll_output`]). Nothing but that last poll is
+    /// sent at or after the deadline, and it only before its window ends, so every request is
+    /// answered or timed out by then and a task the solve submitted is no longer polled
+    /// afterwards (by a host that sends each request when it is asked to).
     pub fn ends_by(&self) -> Option<u64> {
-        self.deadline().map(|deadline| deadline.saturating_add(self.config.request_timeout_ms))
+        let deadline = self.deadline()?;
+        let last = self.last_poll_until().map_or(deadline, |until| until.max(deadline));
+        Some(last.saturating_add(self.config.request_timeout_ms))
+    }
+
+    /// When the last-poll window ends (epoch ms): the original submit plus the type's token
+    /// lifetime, where that lifetime is known and the window ends after the deadline. An answer
+    /// cannot be older than its task's submit, so until then any answer the task has is still
+    /// usable. `None`: the solve never polls at or after its deadline.
+    fn last_poll_until(&self) -> Option<u64> {
+        let lifetime = self.task.spec().token_ttl_ms?;
+        let until = self.state.started_at?.saturating_add(lifetime);
+        self.deadline().filter(|&deadline| until > deadline).map(|_| until)
+    }
+
+    /// Whether the request awaited is the last poll (the only step ever due at or after the
+    /// deadline).
+    fn last_poll_out(&self) -> bool {
+        matches!(self.state.phase, Phase::Ready { step: Step::Poll, at }
+            if self.deadline().is_some_and(|deadline| at >= deadline))
     }
 
     /// Whether the solve has reached a terminal output.
@@ -257,7 +286,21 @@ impl Solve {
     }
 
     /// What to do at `now` (epoch ms): the request to send at its `at`, or the terminal outcome.
-    /// A solve whose deadline passed before its next request went out fails here.
+    ///
+    /// Asked at or after the deadline, a solve whose next request was still to be sent fails
+    /// here (with the failure it was waiting on, else `DEADLINE_EXCEEDED`), with one exception,
+    /// **the last poll**: a solve waiting to poll its task (a task id known, every result so far
+    /// fed back before the deadline) asked before its last-poll window ends (the original submit
+    /// plus the type's token lifetime: turnstile's 300 s against its 120 s deadline) sends that
+    /// poll once more, due at `now`. An answer it brings back before the window ends is the
+    /// solution (its `expires_at` the window's end: the answer may have waited since the
+    /// submit); anything else it brings (not ready, an unreadable reply, a transport error, an
+    /// answer after the window) ends the solve as a result at or after the deadline always does:
+    /// the code table's failure for a code that fails, else `DEADLINE_EXCEEDED`. Nothing else is
+    /// ever sent at or after the deadline, and nothing at all once the window has ended. A result
+    /// fed back at or after the deadline never schedules a request, so a poll already answered
+    /// then is the solve's last. The decision reads only the persisted state: a snapshot taken
+    /// before the deadline and restored after it decides the same.
     pub fn poll_output(&mut self, now: u64) -> Result<Output, Misuse> {
         self.check_time(now)?;
         self.state.now = now;
@@ -299,11 +342,23 @@ impl Solve {
     }
 
     /// The output at `now`: the terminal result, the deadline failure if the next request can
-    /// no longer go out in time, or that request.
+    /// no longer go out in time, or that request (at or after the deadline: the last poll, due
+    /// at `now` the first time it is asked for).
     fn output(&mut self, now: u64) -> Output {
-        if matches!(self.state.phase, Phase::Ready { .. }) && self.deadline().is_some_and(|deadline| now >= deadline) {
-            let failure = self.state.pending.take().unwrap_or_else(|| self.deadline_failure());
-            self.finish_failed(failure);
+        if let Phase::Ready { step, at } = self.state.phase
+            && let Some(deadline) = self.deadline().filter(|&deadline| now >= deadline)
+        {
+            match self.last_poll_until() {
+                Some(until) if step == Step::Poll && now < until => {
+                    if at < deadline {
+                        self.state.phase = Phase::Ready { step, at: now };
+                    }
+                }
+                _ => {
+                    let failure = self.state.pending.take().unwrap_or_else(|| self.deadline_failure());
+                    self.finish_failed(failure);
+                }
+            }
         }
         match self.state.phase {
             Phase::Solved(ref solution) => Output::Solved(solution.clone()),
@@ -555,7 +610,8 @@ impl Solve {
     }
 
     /// Schedules `step` at `at` (plus jitter), or fails with `if_late` (`None`: the deadline
-    /// failure) when that is past the deadline: nothing is ever sent at or after the deadline.
+    /// failure) when that is past the deadline: nothing is ever scheduled at or after the
+    /// deadline (only [`Solve::output`] moves a poll there, as the last poll).
     fn schedule(&mut self, step: Step, at: u64, if_late: Option<Failure>) {
         let at = at.saturating_add(self.jitter());
         match self.deadline() {
@@ -573,6 +629,18 @@ impl Solve {
     fn finish_solved(&mut self, now: u64, value: &Field<'_>, user_agent: Option<String>) {
         let spec = self.task.spec();
         let submitted_at = self.state.started_at.unwrap_or(now);
+        // The last poll's answer may have waited at CaptchaAI since the submit: it is usable
+        // until the window's end, and only handed out before then.
+        let expires_at = match self.last_poll_until() {
+            Some(until) if self.last_poll_out() => {
+                if now >= until {
+                    let failure = self.deadline_failure();
+                    return self.finish_failed(failure);
+                }
+                Some(until)
+            }
+            _ => spec.token_ttl_ms.map(|ttl| now.saturating_add(ttl)),
+        };
         let solution = Solution {
             answer: answer::build(spec.answer, value),
             user_agent,
@@ -582,7 +650,7 @@ impl Solve {
             elapsed_ms: now.saturating_sub(submitted_at),
             polls: self.state.polls,
             attempts: self.state.attempt,
-            expires_at: spec.token_ttl_ms.map(|ttl| now.saturating_add(ttl)),
+            expires_at,
         };
         self.state.pending = None;
         self.state.phase = Phase::Solved(solution);
@@ -610,10 +678,13 @@ impl Solve {
         }
     }
 
+    /// `DEADLINE_EXCEEDED`; its message says so when the last poll (the request awaited) was
+    /// asked for.
     fn deadline_failure(&self) -> Failure {
         let info = code_info(codes::DEADLINE_EXCEEDED);
         let seconds = self.timings.deadline_ms / 1_000;
-        self.failure(info, info.code, info.class, format!("no answer within the {seconds} s deadline"))
+        let last_poll = if self.last_poll_out() { ", nor a usable one from the last poll after it" } else { "" };
+        self.failure(info, info.code, info.class, format!("no answer within the {seconds} s deadline{last_poll}"))
     }
 
     /// Uniform jitter in `0..=max_jitter_ms` from the seeded generator (none without a seed):

@@ -47,6 +47,7 @@ impl Gap {
 
 /// Why a model's text form was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum SolveTimesError {
     /// The text is not JSON.
     #[error("solve times are not valid JSON: {0}")]

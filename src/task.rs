@@ -22,6 +22,7 @@ use crate::reply::Field;
 
 /// How the submit goes over the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Upload {
     /// `application/x-www-form-urlencoded` (images as base64 in a field).
     Form,

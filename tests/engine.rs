@@ -204,10 +204,14 @@ fn a_request_the_host_timed_out_is_retried_after_the_interval() {
 #[test]
 fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
     let config = Config { deadline_ms: Some(30_000), ..Default::default() };
-    let mut solve = start_with(&turnstile_task(), &config);
+    let mut solve = start_with(&recaptcha_task(), &config);
     let submit = expect_send(&mut solve, 0);
     assert_eq!(solve.deadline(), Some(30_000));
-    assert_eq!(solve.ends_by(), Some(30_000 + 30_000), "the deadline plus the default request timeout");
+    assert_eq!(
+        solve.ends_by(),
+        Some(120_000 + 30_000),
+        "the last-poll window (the submit plus reCAPTCHA's 120 s token lifetime) plus the default request timeout"
+    );
     json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"1"}"#);
     let mut now = 100;
     let end = loop {
@@ -223,9 +227,175 @@ fn nothing_is_sent_at_or_after_the_deadline_and_the_end_is_bounded() {
             Output::Solved(s) => panic!("{s:?}"),
         }
     };
-    assert!(end.0 <= solve.ends_by().unwrap(), "terminal by deadline + one request timeout (at {})", end.0);
+    assert!(end.0 <= 30_000 + 30_000, "a host that never stalls: terminal by the deadline + one request timeout");
     assert_eq!((end.1.code.as_str(), end.1.class), ("DEADLINE_EXCEEDED", Class::Transient));
     assert_eq!(end.1.task_id.as_deref(), Some("1"));
+    assert_eq!(end.1.message, "no answer within the 30 s deadline", "the last poll was never asked for");
+}
+
+/// `ends_by` is known from the start: one request timeout after the later of the deadline and
+/// the last-poll window's end (the submit plus the type's token lifetime, where it is known).
+#[test]
+fn ends_by_covers_the_last_poll_window() {
+    let image = format!(r#"{{"type":"image","image":"{}"}}"#, gif_base64());
+    let cases = [
+        (turnstile_task(), Config::default(), 120_000, 300_000 + 30_000),
+        (recaptcha_task(), Config::default(), 120_000, 120_000 + 30_000),
+        (recaptcha_task(), Config { deadline_ms: Some(60_000), ..Default::default() }, 60_000, 120_000 + 30_000),
+        (turnstile_task(), Config { deadline_ms: Some(400_000), ..Default::default() }, 400_000, 400_000 + 30_000),
+        (turnstile_task(), Config { request_timeout_ms: 5_000, ..Default::default() }, 120_000, 300_000 + 5_000),
+        (image, Config::default(), 60_000, 60_000 + 30_000),
+    ];
+    for (task, config, deadline, ends_by) in cases {
+        let solve = Solve::from_json(&task, KEY, &config, 1_000).unwrap_or_else(|f| panic!("{task}: {f}"));
+        assert_eq!(solve.deadline(), Some(1_000 + deadline), "{task} {config:?}");
+        assert_eq!(solve.ends_by(), Some(1_000 + ends_by), "{task} {config:?}");
+    }
+}
+
+/// A 150-byte GIF, base64 (an image task's smallest valid image).
+fn gif_base64() -> String {
+    let mut bytes = b"GIF89a\x10\x00\x10\x00".to_vec();
+    bytes.resize(150, 7);
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes)
+}
+
+// The last poll -------------------------------------------------------------------------------
+
+/// A turnstile solve (120 s deadline, 300 s tokens) submitted at 0 and accepted at 100, whose
+/// host then stalls with the first poll (due at 13,100) still to send; and its snapshot then.
+fn stalled_turnstile() -> (Solve, String) {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"7412"}"#);
+    assert_eq!(expect_send(&mut solve, 13_100).at, 13_100);
+    let snapshot = solve.snapshot();
+    (solve, snapshot)
+}
+
+fn assert_last_poll_failed(failure: &Failure) {
+    assert_eq!((failure.code.as_str(), failure.class), ("DEADLINE_EXCEEDED", Class::Transient));
+    assert_eq!(failure.message, "no answer within the 120 s deadline, nor a usable one from the last poll after it");
+    assert_eq!(failure.task_id.as_deref(), Some("7412"));
+}
+
+#[test]
+fn a_solve_resumed_past_its_deadline_sends_one_last_poll_that_can_save_the_answer() {
+    let (mut solve, snapshot) = stalled_turnstile();
+    let last = expect_send(&mut solve, 130_000);
+    assert_eq!((last.id, last.kind, last.at), (2, RequestKind::Poll, 130_000), "the same poll, due now");
+    assert_eq!(expect_send(&mut solve, 131_000), last, "asking again gives the same request");
+    // A snapshot taken before the deadline, restored after it, decides the same; so does one
+    // taken while the last poll is out.
+    let mut restored = Solve::restore(&snapshot, KEY).unwrap();
+    assert_eq!(expect_send(&mut restored, 130_000), last);
+    let mut out = Solve::restore(&solve.snapshot(), KEY).unwrap();
+    assert_eq!(expect_send(&mut out, 131_000), last);
+    json_reply(&mut solve, 131_400, &last, r#"{"status":1,"request":"0.TOKEN"}"#);
+    let Output::Solved(solution) = solve.poll_output(131_400).unwrap() else { panic!("expected the answer") };
+    assert_eq!(solution.answer.as_str(), "0.TOKEN");
+    assert_eq!((solution.submitted_at, solution.solved_at, solution.polls), (0, 131_400, 1));
+    assert_eq!(solution.expires_at, Some(300_000), "the answer may have waited since the submit: 0 + 300 s");
+    assert!(solution.is_fresh(299_999, u64::MAX) && !solution.is_fresh(300_000, u64::MAX));
+}
+
+#[test]
+fn a_last_poll_without_a_usable_answer_ends_the_solve() {
+    // Not ready, an unreadable reply, a garbled answer, a transport error: the deadline failure,
+    // and nothing more is sent.
+    let replies = ["CAPCHA_NOT_READY", "<html>502</html>", "{\"status\":1,\"request\":\"0.T\u{FFFD}\"}"];
+    for reply in replies.map(Some).into_iter().chain([None]) {
+        let (mut solve, _) = stalled_turnstile();
+        let last = expect_send(&mut solve, 130_000);
+        let output = match reply {
+            Some(body) => solve.handle_response(130_300, last.id, 200, body.as_bytes()).unwrap(),
+            None => solve.handle_transport_error(160_000, last.id, TransportError::Timeout).unwrap(),
+        };
+        let Output::Failed(failure) = output else { panic!("{reply:?}: {output:?}") };
+        assert_last_poll_failed(&failure);
+        assert_eq!(solve.poll_output(200_000).unwrap(), Output::Failed(failure), "sticky");
+    }
+    // An answer that comes back once the window has ended is not handed out.
+    let (mut solve, _) = stalled_turnstile();
+    let last = expect_send(&mut solve, 299_000);
+    match solve.handle_response(300_000, last.id, 200, br#"{"status":1,"request":"0.T"}"#).unwrap() {
+        Output::Failed(failure) => assert_last_poll_failed(&failure),
+        other => panic!("a stale answer was handed out: {other:?}"),
+    }
+    // The last poll asked for but not sent before the window ended: nothing is sent.
+    let (mut solve, _) = stalled_turnstile();
+    expect_send(&mut solve, 299_000);
+    let mut restored = Solve::restore(&solve.snapshot(), KEY).unwrap();
+    match restored.poll_output(300_000).unwrap() {
+        Output::Failed(failure) => assert_last_poll_failed(&failure),
+        other => panic!("sent after the window: {other:?}"),
+    }
+    // A code that fails ends the solve with its own failure, as at any time.
+    let (mut solve, _) = stalled_turnstile();
+    let last = expect_send(&mut solve, 130_000);
+    let output = solve.handle_response(130_300, last.id, 200, code_body("ERROR_WRONG_CAPTCHA_ID").as_bytes()).unwrap();
+    assert!(matches!(&output, Output::Failed(f) if f.code == "ERROR_WRONG_CAPTCHA_ID"), "{output:?}");
+}
+
+#[test]
+fn no_last_poll_when_no_answer_of_the_task_is_surely_still_usable() {
+    // The window has ended: 300 s after the submit.
+    let (mut solve, _) = stalled_turnstile();
+    let Output::Failed(failure) = solve.poll_output(300_000).unwrap() else { panic!("sent after the window") };
+    assert_eq!(
+        (failure.code.as_str(), failure.message.as_str()),
+        ("DEADLINE_EXCEEDED", "no answer within the 120 s deadline")
+    );
+    // reCAPTCHA tokens live 120 s, its default deadline: no window at all.
+    let mut solve = start(&recaptcha_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"7412"}"#);
+    assert!(matches!(solve.poll_output(121_000).unwrap(), Output::Failed(f) if f.code == "DEADLINE_EXCEEDED"));
+    // No task id: a solve waiting to submit again gets the failure it was waiting on.
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, &code_body("ERROR_SERVER_ERROR"));
+    assert!(matches!(solve.poll_output(130_000).unwrap(), Output::Failed(f) if f.code == "ERROR_SERVER_ERROR"));
+}
+
+#[test]
+fn a_poll_answered_at_or_after_the_deadline_is_the_last() {
+    let mut solve = start(&turnstile_task());
+    let submit = expect_send(&mut solve, 0);
+    json_reply(&mut solve, 100, &submit, r#"{"status":1,"request":"7412"}"#);
+    let mut now = 13_100;
+    let poll = loop {
+        let poll = expect_send(&mut solve, now);
+        if poll.at + 5_000 >= 120_000 {
+            break poll;
+        }
+        json_reply(&mut solve, poll.at, &poll, "CAPCHA_NOT_READY");
+        now = poll.at + 5_000;
+    };
+    assert!(poll.at < 120_000);
+    // Its reply comes after the deadline: it ends the solve, whatever the window.
+    json_reply(&mut solve, 121_000, &poll, "CAPCHA_NOT_READY");
+    let Output::Failed(failure) = solve.poll_output(130_000).unwrap() else { panic!("polled again") };
+    assert_eq!(
+        (failure.code.as_str(), failure.message.as_str()),
+        ("DEADLINE_EXCEEDED", "no answer within the 120 s deadline")
+    );
+}
+
+#[test]
+fn forged_late_steps_are_refused_on_restore() {
+    let (mut solve, _) = stalled_turnstile();
+    expect_send(&mut solve, 130_000);
+    let out = solve.snapshot();
+    assert!(out.contains(r#""step":"poll","at":130000"#), "{out}");
+    assert!(Solve::restore(&out, KEY).is_ok(), "the last poll out restores");
+    for forged in [
+        out.replace(r#""at":130000"#, r#""at":300000"#),
+        out.replace(r#""step":"poll","at":130000"#, r#""step":"submit","at":130000"#),
+    ] {
+        assert_ne!(forged, out);
+        assert!(matches!(Solve::restore(&forged, KEY), Err(RestoreError::Invalid(_))), "{forged}");
+    }
 }
 
 #[test]

@@ -1,8 +1,12 @@
 //! Property tests: random tasks, configs and upstream behaviour (including arbitrary bytes),
-//! driven by a faithful host model. Invariants: termination by the deadline bound, nothing sent
-//! after the deadline, sticky terminals, identical decisions after snapshot/restore at any step,
-//! the key only in request bodies, polls at least 5 s apart, and no panics on any input; with
-//! and without a learned solve-times model.
+//! driven by a faithful host model that may stall (sleep past a request's due time, past the
+//! deadline). Invariants: every request is sent before the deadline, except at most one poll (the
+//! last poll) sent after it by a stalled host, before the submit plus the type's token lifetime
+//! and before any result came back at or after the deadline; every request is answered or timed
+//! out by `ends_by`; a host that never stalls sees the end by the deadline plus one request
+//! timeout, a stalled one by `ends_by` or when it wakes; sticky terminals, identical decisions
+//! after snapshot/restore at any step, the key only in request bodies, polls at least 5 s apart,
+//! and no panics on any input; with and without a learned solve-times model.
 
 mod common;
 
@@ -122,16 +126,32 @@ fn teaching() -> impl Strategy<Value = (u64, (u64, u64), (u64, u64), u64)> {
     )
 }
 
+/// Host stalls: `(step, ms)`: before acting on the request of step `step`, the host sleeps `ms`
+/// more (a store outage, a paused process), then asks for its output again.
+type Stalls = [(usize, u64)];
+
+fn stalls() -> impl Strategy<Value = Vec<(usize, u64)>> {
+    let ms = prop_oneof![2 => 0u64..30_000, 2 => 60_000u64..200_000, 1 => 200_000u64..400_000];
+    prop::collection::vec((0usize..30, ms), 0..3)
+}
+
 /// The outputs of one run, with times, and where restores happened.
 struct Run {
     outputs: Vec<(u64, Output)>,
     snapshots: Vec<String>,
+    /// When each result (reply or transport error) was fed back.
+    results: Vec<u64>,
+    /// When the host last woke from a stall.
+    woke: Option<u64>,
+    /// The solve's own `ends_by`.
+    ends_by: Option<u64>,
 }
 
 /// A host model: sleeps until each request is due, sends it, delivers the scripted reply (or its
 /// own timeout when the reply would come later than `timeout_ms`) and takes the next output.
-/// `restore_at` lists step indices before which the solve is snapshotted and restored (then
-/// asked for its output again). Outputs are recorded at the time the host acts on them.
+/// `restore_at` lists step indices before which the solve is snapshotted and restored, and
+/// `stalls` where the host sleeps longer (then asks for its output again: a stalled host's
+/// request may be due in the past). Outputs are recorded at the time the host acts on them.
 /// With `model`, the solve is created with its learned waits.
 fn drive(
     task: &str,
@@ -140,6 +160,7 @@ fn drive(
     start: u64,
     script: &[Upstream],
     restore_at: &[usize],
+    stalls: &Stalls,
 ) -> Run {
     let mut solve = match model {
         None => Solve::from_json(task, KEY, config, start).expect("valid task"),
@@ -150,35 +171,49 @@ fn drive(
     };
     let mut now = start;
     let mut script = script.iter().cycle();
-    let mut run = Run { outputs: Vec::new(), snapshots: Vec::new() };
+    let mut run =
+        Run { outputs: Vec::new(), snapshots: Vec::new(), results: Vec::new(), woke: None, ends_by: solve.ends_by() };
     let mut output = solve.poll_output(now).expect("no misuse");
     for step in 0..2_000 {
+        let mut ask = false;
         if let Output::Send(request) = &output {
             assert!(request.at >= now, "due in the past ({} < {now})", request.at);
             now = now.max(request.at);
+            if let Some((_, ms)) = stalls.iter().find(|(at, _)| *at == step) {
+                now += ms;
+                run.woke = Some(now);
+                ask = true;
+            }
         }
         let snapshot = solve.snapshot();
         if restore_at.contains(&step) {
             solve = Solve::restore(&snapshot, KEY).expect("restore");
+            ask = true;
+        }
+        if ask {
             output = solve.poll_output(now).expect("no misuse");
         }
         run.snapshots.push(snapshot);
         run.outputs.push((now, output.clone()));
         output = match output {
-            Output::Send(request) => match script.next().unwrap() {
-                Upstream::Reply { latency, status, body } if *latency < request.timeout_ms => {
-                    now += latency;
-                    solve.handle_response(now, request.id, *status, body).expect("awaited")
-                }
-                Upstream::Transport { latency, error } if *latency < request.timeout_ms => {
-                    now += latency;
-                    solve.handle_transport_error(now, request.id, *error).expect("awaited")
-                }
-                _ => {
-                    now += request.timeout_ms;
-                    solve.handle_transport_error(now, request.id, TransportError::Timeout).expect("awaited")
-                }
-            },
+            Output::Send(request) => {
+                let next = match script.next().unwrap() {
+                    Upstream::Reply { latency, status, body } if *latency < request.timeout_ms => {
+                        now += latency;
+                        solve.handle_response(now, request.id, *status, body).expect("awaited")
+                    }
+                    Upstream::Transport { latency, error } if *latency < request.timeout_ms => {
+                        now += latency;
+                        solve.handle_transport_error(now, request.id, *error).expect("awaited")
+                    }
+                    _ => {
+                        now += request.timeout_ms;
+                        solve.handle_transport_error(now, request.id, TransportError::Timeout).expect("awaited")
+                    }
+                };
+                run.results.push(now);
+                next
+            }
             Output::Solved(_) | Output::Failed(_) => {
                 assert_eq!(solve.poll_output(now + 12_345).unwrap(), output, "terminal outputs are sticky");
                 return run;
@@ -191,11 +226,31 @@ fn drive(
 fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
     let task_type = Task::from_json(task).unwrap().task_type();
     let deadline = start + config.deadline_ms.unwrap_or(task_type.deadline_ms());
+    let timeout = config.request_timeout_ms;
+    // The last poll's window: the submit plus the type's token lifetime, where that ends after
+    // the deadline.
+    let window_end = task_type.token_ttl_ms().map(|ttl| start + ttl).filter(|&end| end > deadline);
+    let ends_by = window_end.unwrap_or(deadline).max(deadline) + timeout;
+    assert_eq!(run.ends_by, Some(ends_by), "ends_by: the later of the deadline and the window's end, plus a timeout");
     let mut last_task_request: Option<(u64, RequestKind)> = None;
+    let mut last_poll: Option<(u32, u64)> = None;
+    for (at, output) in &run.outputs {
+        let Output::Send(request) = output else { continue };
+        assert!(*at + timeout <= ends_by, "sent at {at}: its timeout passes ends_by {ends_by}");
+        if *at >= deadline {
+            assert_eq!(request.kind, RequestKind::Poll, "a {:?} sent at {at}, deadline {deadline}", request.kind);
+            assert!(window_end.is_some_and(|end| *at < end), "sent at {at}, window {window_end:?}");
+            assert!(last_poll.is_none_or(|(id, _)| id == request.id), "a second request after the deadline");
+            assert!(
+                !run.results.iter().any(|&fed| fed >= deadline && fed <= *at),
+                "polled at {at}, after a result at or after the deadline {deadline}"
+            );
+            last_poll = Some((request.id, *at));
+        }
+    }
     for (at, output) in &run.outputs {
         match output {
             Output::Send(request) => {
-                assert!(*at < deadline, "sent at {at}, deadline {deadline}");
                 assert!(!request.url.contains(KEY), "key in URL");
                 assert!(!format!("{request:?}").contains(KEY), "key in Debug");
                 if request.kind == RequestKind::Poll {
@@ -215,11 +270,14 @@ fn check_invariants(task: &str, config: &Config, start: u64, run: &Run) {
     }
     let (end, last) = run.outputs.last().unwrap();
     assert!(matches!(last, Output::Solved(_) | Output::Failed(_)));
-    assert!(
-        *end <= deadline + config.request_timeout_ms,
-        "ended at {end}, bound {}",
-        deadline + config.request_timeout_ms
-    );
+    match run.woke {
+        None => assert!(*end <= deadline + timeout, "a host that never stalled: ended at {end}, deadline {deadline}"),
+        Some(woke) => assert!(*end <= ends_by.max(woke), "ended at {end}, ends_by {ends_by}, woke at {woke}"),
+    }
+    if let (Some((_, sent)), Output::Solved(solution), Some(end)) = (last_poll, last, window_end) {
+        assert!(solution.solved_at >= sent && solution.solved_at < end, "{solution:?}: sent at {sent}, window {end}");
+        assert_eq!(solution.expires_at, Some(end), "the last poll's answer is usable until the window's end");
+    }
     for snapshot in &run.snapshots {
         assert!(!snapshot.contains(KEY), "key in a snapshot");
     }
@@ -234,8 +292,9 @@ proptest! {
         config in config(),
         start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
         script in prop::collection::vec(upstream(), 1..40),
+        stalls in stalls(),
     ) {
-        let run = drive(&task, &config, None, start, &script, &[]);
+        let run = drive(&task, &config, None, start, &script, &[], &stalls);
         check_invariants(&task, &config, start, &run);
     }
 
@@ -245,9 +304,10 @@ proptest! {
         config in config(),
         script in prop::collection::vec(upstream(), 1..30),
         restore_at in prop::collection::vec(0usize..60, 0..8),
+        stalls in stalls(),
     ) {
-        let plain = drive(&task, &config, None, 1_000, &script, &[]);
-        let restored = drive(&task, &config, None, 1_000, &script, &restore_at);
+        let plain = drive(&task, &config, None, 1_000, &script, &[], &stalls);
+        let restored = drive(&task, &config, None, 1_000, &script, &restore_at, &stalls);
         prop_assert_eq!(plain.outputs, restored.outputs);
     }
 
@@ -261,11 +321,31 @@ proptest! {
         start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
         script in prop::collection::vec(upstream(), 1..40),
         restore_at in prop::collection::vec(0usize..60, 0..8),
+        stalls in stalls(),
     ) {
         let model = taught(&task, teaching);
-        let run = drive(&task, &config, Some(&model), start, &script, &[]);
+        let run = drive(&task, &config, Some(&model), start, &script, &[], &stalls);
         check_invariants(&task, &config, start, &run);
-        let restored = drive(&task, &config, Some(&model), start, &script, &restore_at);
+        let restored = drive(&task, &config, Some(&model), start, &script, &restore_at, &stalls);
+        prop_assert_eq!(run.outputs, restored.outputs);
+    }
+
+    /// Hosts that stall once, early in a solve whose submit is accepted, for any time up to
+    /// 400 s: around every type's deadline and token lifetime, where the last poll is decided.
+    #[test]
+    fn a_stalled_host_gets_at_most_one_last_poll_within_the_window(
+        task in prop::sample::select(tasks()),
+        config in config(),
+        start in prop_oneof![Just(0u64), 1_600_000_000_000u64..1_900_000_000_000],
+        script in prop::collection::vec(upstream(), 1..20),
+        stall in (1usize..4, 0u64..400_000),
+        restore_at in prop::collection::vec(0usize..8, 0..3),
+    ) {
+        let accepted = Upstream::Reply { latency: 300, status: 200, body: br#"{"status":1,"request":"7412"}"#.to_vec() };
+        let script: Vec<Upstream> = std::iter::once(accepted).chain(script).collect();
+        let run = drive(&task, &config, None, start, &script, &[], &[stall]);
+        check_invariants(&task, &config, start, &run);
+        let restored = drive(&task, &config, None, start, &script, &restore_at, &[stall]);
         prop_assert_eq!(run.outputs, restored.outputs);
     }
 

@@ -8,7 +8,7 @@ mod common;
 use captchaai_engine::{
     ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, SolveTimesError, Task, task_types,
 };
-use common::{KEY, solution};
+use common::{KEY, solution, solution_of_attempts};
 use proptest::prelude::*;
 
 const T0: u64 = 1_700_000_000_000;
@@ -226,7 +226,7 @@ fn stragglers_of_an_early_group_are_polled_before_the_gap() {
 #[test]
 fn resubmitted_and_pollless_solves_are_not_observed() {
     let mut model = SolveTimes::new("turnstile").unwrap();
-    assert!(!model.observe(&Solution { attempts: 2, ..solution(20_000, 2) }));
+    assert!(!model.observe(&solution_of_attempts(20_000, 2, 2)));
     assert!(!model.observe(&solution(20_000, 0)));
     assert_eq!(model.observations(), 0);
 }
@@ -291,8 +291,8 @@ proptest! {
         let mut model = SolveTimes::new(kind.name()).unwrap();
         let mut turnstile = SolveTimes::new("turnstile").unwrap();
         for (elapsed, polls, attempts) in seen {
-            model.observe(&Solution { attempts, ..solution(elapsed, polls) });
-            turnstile.observe(&Solution { attempts, ..solution(elapsed, polls) });
+            model.observe(&solution_of_attempts(elapsed, polls, attempts));
+            turnstile.observe(&solution_of_attempts(elapsed, polls, attempts));
         }
         let text = model.to_string();
         prop_assert!(text.len() <= 1_024, "{} B", text.len());

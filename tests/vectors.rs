@@ -298,3 +298,35 @@ fn endpoint_vectors_give_their_results() {
     assert!(cases >= 100, "expected the full endpoint case set, found {cases}");
     assert!(failures.is_empty(), "{} endpoint cases failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The last-poll vectors show what they say: a host stalled past the deadline sends exactly one
+/// poll, due when it woke, while the submit plus the token lifetime has not passed (its answer
+/// then expires at that time), and nothing at all once it has, or for a type whose tokens do not
+/// outlive the deadline.
+#[test]
+fn last_poll_vectors_show_their_decisions() {
+    let load = |name: &str| {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("testdata/vectors/{name}.json"));
+        Vector::parse(&fs::read_to_string(path).unwrap()).unwrap()
+    };
+    // The sends after the host woke from its stall, as (kind, at).
+    let after_stall = |v: &Vector| -> Vec<(String, u64)> {
+        let woke = v.transcript.iter().position(|e| e.get("stalled").is_some()).expect("a stall");
+        v.transcript[woke..]
+            .iter()
+            .filter_map(|e| e.get("send"))
+            .map(|s| (s["kind"].as_str().unwrap().to_owned(), s["at"].as_u64().unwrap()))
+            .collect()
+    };
+    for name in ["deadline_last_poll_saves_the_answer", "deadline_last_poll_not_ready"] {
+        let v = load(name);
+        let until = v.stall_before[0].until_ms;
+        assert!(until >= 120_000, "{name}: the host wakes past turnstile's 120 s deadline");
+        assert_eq!(after_stall(&v), [("poll".to_owned(), until)], "{name}: one last poll, due when the host woke");
+    }
+    let saved = load("deadline_last_poll_saves_the_answer");
+    assert_eq!(outcome(&saved.transcript).1["expires_at"], 300_000, "the submit plus turnstile's 300 s lifetime");
+    for name in ["deadline_last_poll_past_lifetime", "deadline_late_no_window"] {
+        assert_eq!(after_stall(&load(name)), [], "{name}: nothing sent after the deadline");
+    }
+}

@@ -18,7 +18,7 @@
 //!
 //! **Submits in doubt.** Just before a submit is sent, the record notes it (`submitting`) and the
 //! solve's thread slot is extended to the latest the solve waits on its CaptchaAI task (the
-//! engine's `ends_by`: the deadline plus one request timeout). The checkpoint of the submit's
+//! engine's `ends_by`, known from the solve's start). The checkpoint of the submit's
 //! result clears the note. A driver that finds the note set (its driver stopped, e.g. killed, after
 //! sending and before saving the reply) cannot know whether CaptchaAI took the task. It submits
 //! again (the engine restored from the last checkpoint sends the submit once more: at-least-once),
@@ -719,9 +719,9 @@ struct Checkpoints<'a> {
 
 impl Checkpoints<'_> {
     /// Swaps in `next`, first extending the record and its thread slot to the latest the solve
-    /// can wait on CaptchaAI (the engine's `ends_by`: its deadline plus one request timeout),
-    /// and a grace to collect the outcome. The sweep queue's entry re-reads the record's `exp`,
-    /// so a later expiry needs no entry.
+    /// can wait on CaptchaAI (the engine's `ends_by`: a request timeout after the later of its
+    /// deadline and its last-poll window), and a grace to collect the outcome. The sweep queue's
+    /// entry re-reads the record's `exp`, so a later expiry needs no entry.
     fn save(&mut self, solve: &Solve, mut next: record::SolveRecord) -> anyhow::Result<bool> {
         let Held { id, loaded, .. } = &mut *self.held;
         if let Some(ends_by) = solve.ends_by() {

@@ -15,7 +15,7 @@ pub const MAX_WAIT_S: u64 = 25;
 /// The largest request body accepted (an image task is at most ~1.4 MB of base64).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// `abandon_after_ms` unless set: how long a solve nobody drives is kept after it could last
-/// have made progress (its last lease, or its deadline plus one request timeout), ms.
+/// have made progress (its last lease, or the engine's `ends_by`), ms.
 const DEFAULT_ABANDON_AFTER_MS: u64 = 60_000;
 /// The range `abandon_after_ms` may take, ms: at most a day (more is taken for a typo).
 const ABANDON_AFTER_RANGE_MS: std::ops::RangeInclusive<u64> = 0..=86_400_000;
@@ -40,7 +40,7 @@ pub struct Settings {
     /// the default) or refused.
     pub pass_getbalance: bool,
     /// A solve nobody drives is removed this long after its last lease ended (not yet at
-    /// CaptchaAI) or after its deadline plus one request timeout (at CaptchaAI), ms.
+    /// CaptchaAI) or after the engine's `ends_by` (at CaptchaAI), ms.
     pub abandon_after_ms: u64,
     /// The token for `GET /metrics` (secret); when unset, any client token is accepted there.
     pub metrics_token: Option<String>,

@@ -5,7 +5,8 @@
 //! Any outcome but a panic is fine; the bodies also assert cheap invariants:
 //! - the key never appears in a URL, a failure message, or (unless a reply the engine was fed
 //!   contained it, so the upstream itself echoed it) a snapshot, a failure or any `Debug` print;
-//! - nothing is asked to be sent at or after the deadline (for solves the engine created);
+//! - nothing is asked to be sent at or after the deadline but one last poll, whose timeout passes
+//!   by `ends_by` (for solves the engine created);
 //! - terminal outputs are sticky;
 //! - a `Misuse` error changes nothing (the snapshot is the same before and after);
 //! - a snapshot restores to a solve with the same snapshot.
@@ -18,8 +19,8 @@ pub mod edge_request_parsing;
 
 use arbitrary::Unstructured;
 use captchaai_engine::{
-    Answer, ApiKey, Config, HttpRequest, Misuse, Origin, Output, Solution, Solve, SolveTimes, Task, TransportError,
-    account, codes,
+    ApiKey, Config, HttpRequest, Misuse, Origin, Output, RequestKind, Solution, Solve, SolveTimes, Task,
+    TransportError, account, codes,
 };
 
 pub use tasks::TASKS;
@@ -47,8 +48,10 @@ struct Checker {
     /// (task ids, answers) may hold it too. Messages must still be redacted.
     tainted: bool,
     /// The solve came from the engine (not from an arbitrary snapshot): its requests must all
-    /// be due before the deadline.
+    /// be due before the deadline, but the last poll.
     engine_made: bool,
+    /// The id of the last poll (the one request due at or after the deadline), once asked for.
+    last_poll: Option<u32>,
     terminal: Option<Output>,
     /// The input itself held the key (a snapshot given to `restore`): a restored failure's
     /// message and the config's base URL are the input's text, so even they may hold it.
@@ -59,7 +62,7 @@ struct Checker {
 
 impl Checker {
     fn new(engine_made: bool) -> Checker {
-        Checker { tainted: false, engine_made, terminal: None, key_in_input: false, outputs: 0 }
+        Checker { tainted: false, engine_made, last_poll: None, terminal: None, key_in_input: false, outputs: 0 }
     }
 
     fn fed(&mut self, body: &[u8]) {
@@ -102,14 +105,25 @@ impl Checker {
         }
     }
 
-    fn request(&self, solve: &Solve, request: &HttpRequest, thorough: bool) {
+    fn request(&mut self, solve: &Solve, request: &HttpRequest, thorough: bool) {
         if !self.key_in_input {
             assert!(!request.url.contains(KEY), "the key is in a URL");
         }
         if self.engine_made
             && let Some(deadline) = solve.deadline()
+            && request.at >= deadline
         {
-            assert!(request.at < deadline, "request due at {} is not before the deadline {deadline}", request.at);
+            // Only the last poll, one request, answered or timed out by `ends_by`.
+            assert_eq!(
+                request.kind,
+                RequestKind::Poll,
+                "a request due at {} after the deadline {deadline}",
+                request.at
+            );
+            let ends_by = solve.ends_by().unwrap_or(deadline);
+            assert!(request.at + request.timeout_ms <= ends_by, "the last poll at {} ends past {ends_by}", request.at);
+            assert!(self.last_poll.is_none_or(|id| id == request.id), "a second request after the deadline");
+            self.last_poll = Some(request.id);
         }
         if thorough && !self.tainted {
             assert!(!format!("{request:?}").contains(KEY), "the key is in a request's Debug");
@@ -316,6 +330,22 @@ fn status(u: &mut Unstructured) -> u16 {
     }
 }
 
+/// A solution the engine gave (submitted at `T0`), which [`learned`] copies and sets:
+/// `Solution` is `#[non_exhaustive]`, made by the engine only.
+static SOLUTION: std::sync::LazyLock<Solution> = std::sync::LazyLock::new(|| {
+    let task = r#"{"type":"turnstile","sitekey":"0x4AAAAAAAB","pageurl":"https://example.com/login"}"#;
+    let mut solve = Solve::from_json(task, KEY, &Config::default(), T0).expect("a turnstile task");
+    let mut output = solve.poll_output(T0);
+    for reply in [r#"{"status":1,"request":"7412"}"#, r#"{"status":1,"request":"t"}"#] {
+        let Ok(Output::Send(request)) = output else { break };
+        output = solve.handle_response(request.at, request.id, 200, reply.as_bytes());
+    }
+    match output {
+        Ok(Output::Solved(solution)) => solution,
+        other => panic!("the canned solve was not solved: {other:?}"),
+    }
+});
+
 /// A solve-times model of `task_json`'s type taught up to 95 finished solves, each from the
 /// input: its solve time (ms / 16, two bytes) and a byte for its polls (`% 12`; from 240 on, a
 /// solve of two attempts, which the model must ignore). Its text form must stay within 1 KiB and
@@ -324,17 +354,10 @@ fn learned(u: &mut Unstructured, task_json: &str) -> Option<SolveTimes> {
     let mut model = SolveTimes::new(Task::from_json(task_json).ok()?.task_type().name()).ok()?;
     for _ in 0..byte(u) % 96 {
         let (elapsed, polls) = (small(u) * 16, byte(u));
-        model.observe(&Solution {
-            answer: Answer::Text("".into()),
-            user_agent: None,
-            task_id: None,
-            submitted_at: T0,
-            solved_at: T0 + elapsed,
-            elapsed_ms: elapsed,
-            polls: u32::from(polls % 12),
-            attempts: 1 + u32::from(polls >= 240),
-            expires_at: None,
-        });
+        let mut solution = SOLUTION.clone();
+        (solution.solved_at, solution.elapsed_ms) = (T0 + elapsed, elapsed);
+        (solution.polls, solution.attempts) = (u32::from(polls % 12), 1 + u32::from(polls >= 240));
+        model.observe(&solution);
     }
     let text = model.to_string();
     assert!(text.len() <= 1_024, "a model of {} bytes", text.len());

@@ -30,7 +30,8 @@ fn config_to_wit(c: &captchaai_engine::Config) -> wit::Config {
     }
 }
 
-/// The native failure; the WIT's `origin` must be the one the native code table gives.
+/// The native failure, read from its JSON form (`Failure` is `#[non_exhaustive]`); the WIT's
+/// `origin` must be the one the native code table gives.
 fn failure(f: wit::Failure) -> Failure {
     let class = match f.class {
         wit::FailureClass::Permanent => Class::Permanent,
@@ -42,14 +43,15 @@ fn failure(f: wit::Failure) -> Failure {
         wit::FailureOrigin::Service => Origin::Service,
         wit::FailureOrigin::NoAnswer => Origin::NoAnswer,
     };
-    let failure = Failure {
-        code: f.code,
-        class,
-        message: f.message,
-        retry_after_ms: f.retry_after_ms,
-        field: f.field,
-        task_id: f.task_id.map(Into::into),
-    };
+    let failure: Failure = serde_json::from_value(serde_json::json!({
+        "code": f.code,
+        "class": class,
+        "message": f.message,
+        "retry_after_ms": f.retry_after_ms,
+        "field": f.field,
+        "task_id": f.task_id,
+    }))
+    .expect("a failure's JSON form");
     assert_eq!(origin, failure.origin(), "origin of {}", failure.code);
     failure
 }
@@ -97,20 +99,23 @@ impl Wasm {
 
     fn solution(&mut self, s: wit::Solution) -> Solution {
         let json = self.instance.solution_json(&s).expect("no trap");
-        let native = Solution {
-            answer: match s.answer {
-                wit::Answer::Text(t) => captchaai_engine::Answer::Text(t.into()),
-                wit::Answer::Json(j) => captchaai_engine::Answer::Json(j.into()),
-            },
-            user_agent: s.user_agent,
-            task_id: s.task_id.map(Into::into),
-            submitted_at: s.submitted_at,
-            solved_at: s.solved_at,
-            elapsed_ms: s.elapsed_ms,
-            polls: s.polls,
-            attempts: s.attempts,
-            expires_at: s.expires_at,
+        // Read from its JSON form (`Solution` is `#[non_exhaustive]`).
+        let answer = match s.answer {
+            wit::Answer::Text(t) => serde_json::json!({"text": t}),
+            wit::Answer::Json(j) => serde_json::json!({"json": j}),
         };
+        let native: Solution = serde_json::from_value(serde_json::json!({
+            "answer": answer,
+            "user_agent": s.user_agent,
+            "task_id": s.task_id,
+            "submitted_at": s.submitted_at,
+            "solved_at": s.solved_at,
+            "elapsed_ms": s.elapsed_ms,
+            "polls": s.polls,
+            "attempts": s.attempts,
+            "expires_at": s.expires_at,
+        }))
+        .expect("a solution's JSON form");
         assert_eq!(json, native.client_json(), "solution-json differs from the native client JSON");
         native
     }
@@ -122,6 +127,7 @@ fn solution_to_wit(s: &Solution) -> wit::Solution {
         answer: match &s.answer {
             captchaai_engine::Answer::Text(t) => wit::Answer::Text(t.to_string()),
             captchaai_engine::Answer::Json(j) => wit::Answer::Json(j.to_string()),
+            other => panic!("an answer the WIT has no case for: {other:?}"),
         },
         user_agent: s.user_agent.clone(),
         task_id: s.task_id.as_deref().map(str::to_owned),
@@ -209,6 +215,7 @@ impl Engine for Wasm {
             TransportError::Timeout => wit::TransportError::Timeout,
             TransportError::Connect => wit::TransportError::Connect,
             TransportError::Broken => wit::TransportError::Broken,
+            other => panic!("a transport error the WIT has no case for: {other:?}"),
         };
         let output = self.instance.handle_transport_error(*solve, now, id, error).expect("no trap");
         output.map(|o| self.output(o)).map_err(misuse)

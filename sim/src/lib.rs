@@ -7,9 +7,18 @@
 //! reply's (or timeout's) arrival, or the next solve's creation. No IO, no clock, no threads: the same seed gives the
 //! same run.
 //!
+//! A `stall_rate` share of solves has a host that stalls once (a store outage, a paused
+//! process): before its second, third or fourth request it sleeps up to 400 s longer, then asks
+//! the solve for its output again, as a host restored from its store does.
+//!
 //! Every solve is checked:
-//! - it ends by its deadline + one request timeout, and no request is due at or after the
-//!   deadline (the deadline computed independently from the README's type table and config);
+//! - no request is due at or after the deadline, but the last poll of a stalled host: a poll due
+//!   when the host asked, before the submit plus the type's token lifetime, at most one per
+//!   solve; every request is answered or timed out by `ends_by`, which must equal the later of
+//!   the deadline and that window's end, plus one request timeout; a solve whose host never
+//!   stalled ends by its deadline + one request timeout, a stalled one by `ends_by` or when its
+//!   host woke (deadlines, lifetimes and `ends_by` computed independently from the README's
+//!   type table and config);
 //! - its requests (kind and due time) and outcome (code, class, retry-after, task id; or answer,
 //!   polls, attempts, times) equal what the independent [`oracle`] predicts from the tables
 //!   (with a model: from its first wait and the gap the solve keeps in its snapshot, which must
@@ -56,6 +65,8 @@ pub struct Options {
     pub restore_rate: f64,
     /// Share of solves created with a learned solve-times model.
     pub model_rate: f64,
+    /// Share of solves whose host stalls once (0 by default: the benchmarked run has none).
+    pub stall_rate: f64,
     /// Every n-th solve also has each output's `Debug` searched for the key (0: none).
     pub debug_every: u64,
     /// Run only this solve, with a trace on stderr.
@@ -73,6 +84,7 @@ impl Default for Options {
             arrival_gap_ms: 40,
             restore_rate: 0.25,
             model_rate: 0.35,
+            stall_rate: 0.0,
             debug_every: 16,
             only: None,
             max_violations: 20,
@@ -86,15 +98,24 @@ pub struct Violation {
     pub seed: u64,
     pub solve: u64,
     pub what: String,
+    /// The run's options a replay needs besides the seed (` --stall-rate P`, or empty).
+    pub flags: String,
 }
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "seed={} solve={}: {} (replay: cargo run --release -p sim -- --seed {} --only {})",
-            self.seed, self.solve, self.what, self.seed, self.solve
+            "seed={} solve={}: {} (replay: cargo run --release -p sim -- --seed {}{} --only {})",
+            self.seed, self.solve, self.what, self.seed, self.flags, self.solve
         )
+    }
+}
+
+impl Options {
+    fn violation(&self, solve: u64, what: String) -> Violation {
+        let flags = if self.stall_rate > 0.0 { format!(" --stall-rate {}", self.stall_rate) } else { String::new() };
+        Violation { seed: self.seed, solve, what, flags }
     }
 }
 
@@ -123,8 +144,14 @@ pub struct Report {
     pub peak_in_flight: usize,
     /// Virtual time the run covered.
     pub virtual_ms: u64,
-    /// The latest any solve ended relative to its deadline (ms; <= its request timeout).
+    /// The latest any solve whose host never stalled ended relative to its deadline (ms; <= its
+    /// request timeout).
     pub max_past_deadline_ms: i64,
+    /// Solves whose host stalled; of them, those that sent a last poll after the deadline, and
+    /// those it solved.
+    pub stalled: u64,
+    pub last_polls: u64,
+    pub last_poll_saves: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -162,12 +189,14 @@ pub struct Setup {
     pub start: u64,
     /// Which of the type's [`Models`] the solve is created with, if any.
     pub model: Option<usize>,
+    /// Where its host stalls, if it does.
+    pub stall: Option<oracle::Stall>,
 }
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 impl Setup {
-    pub fn new(run_seed: u64, index: u64, arrival_gap_ms: u64, model_rate: f64) -> Setup {
+    pub fn new(run_seed: u64, index: u64, arrival_gap_ms: u64, model_rate: f64, stall_rate: f64) -> Setup {
         let seed = mix(run_seed ^ mix(index.wrapping_add(0x5EED)));
         let mut r = Rng::new(seed ^ 0xC0F1_6000);
         let ty = r.pick(TYPES);
@@ -197,7 +226,14 @@ impl Setup {
         // Its own stream: the other draws, and so every solve without a model, stay as they were.
         let mut m = Rng::new(seed ^ 0x501E_7135);
         let model = m.chance(model_rate).then(|| m.below(models::SHAPES.len() as u64) as usize);
-        Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms, model }
+        // Its own stream too: short stalls (the request goes out late, before the deadline) and
+        // long ones (past the deadline, some past the token's lifetime).
+        let mut st = Rng::new(seed ^ 0x57A1_1ED0);
+        let stall = st.chance(stall_rate).then(|| oracle::Stall {
+            before_send: st.range(1, 3) as u32,
+            ms: if st.chance(0.5) { st.range(1_000, 60_000) } else { st.range(100_000, 400_000) },
+        });
+        Setup { index, seed, ty, config, key, start: EPOCH + index * arrival_gap_ms, model, stall }
     }
 }
 
@@ -228,6 +264,8 @@ impl Agenda {
 enum Pending {
     /// Send this request at its `at`.
     Wake(HttpRequest),
+    /// The host wakes from its stall: it asks the solve for its output again.
+    Stalled,
     /// The reply (or transport error) to request `id` arrives.
     Arrive { id: u32, delivery: Delivery },
 }
@@ -243,6 +281,16 @@ struct Slot {
     start: u64,
     deadline: u64,
     timeout: u64,
+    /// The end of the last-poll window (the submit plus the type's token lifetime, when that is
+    /// after the deadline).
+    window_end: Option<u64>,
+    /// The later of the deadline and the window's end, plus one request timeout.
+    ends_by: u64,
+    /// The stall still to come, and when the host woke from it.
+    stall: Option<oracle::Stall>,
+    woke: Option<u64>,
+    /// Requests sent at or after the deadline.
+    late_sends: u32,
     pending: Pending,
     step: u32,
     /// Snapshot/restore before this step (0: never).
@@ -336,19 +384,19 @@ impl<'a> Sim<'a> {
         let s = self.slots[slot as usize].take().expect("slot");
         self.free.push(slot);
         self.in_flight -= 1;
-        let v = Violation { seed: self.o.seed, solve: s.index, what };
+        let v = self.o.violation(s.index, what);
         eprintln!("sim violation: {v}");
         self.report.violations.push(v);
     }
 
     fn start(&mut self, index: u64) {
-        let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms, self.o.model_rate);
+        let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms, self.o.model_rate, self.o.stall_rate);
         let trace = self.o.only.is_some();
         let model = setup.model.map(|shape| self.models.get(setup.ty, shape));
         let learned_first_wait = model.and_then(SolveTimes::first_wait_ms);
         if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
             let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
-            self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
+            self.report.violations.push(self.o.violation(index, what));
             return;
         }
         self.report.solves += 1;
@@ -356,7 +404,7 @@ impl<'a> Sim<'a> {
             Ok(created) => created,
             Err(what) => {
                 eprintln!("sim violation: solve {index}: {what}");
-                self.report.violations.push(Violation { seed: self.o.seed, solve: index, what });
+                self.report.violations.push(self.o.violation(index, what));
                 return;
             }
         };
@@ -367,7 +415,7 @@ impl<'a> Sim<'a> {
         }
         let fault_rate = self.o.fault_rate;
         let mut oracle_upstream = Upstream::new(setup.seed, fault_rate, setup.start);
-        let expected = oracle::predict(setup.ty, &setup.config, &waits, setup.start, &mut oracle_upstream);
+        let expected = oracle::predict(setup.ty, &setup.config, &waits, setup.start, setup.stall, &mut oracle_upstream);
         self.report.gaps_taken += u64::from(expected.gap_taken);
         let upstream = Upstream::new(setup.seed, fault_rate, setup.start);
         let name = condition_name(&upstream.condition);
@@ -400,6 +448,9 @@ impl<'a> Sim<'a> {
         self.in_flight += 1;
         self.report.peak_in_flight = self.report.peak_in_flight.max(self.in_flight);
         let deadline = setup.start + waits.deadline_ms;
+        let window_end = oracle::window_end(setup.ty, setup.start, deadline);
+        let ends_by = window_end.unwrap_or(deadline).max(deadline) + setup.config.request_timeout_ms;
+        self.report.stalled += u64::from(setup.stall.is_some());
         self.slots[slot as usize] = Some(Slot {
             index,
             solve,
@@ -411,6 +462,11 @@ impl<'a> Sim<'a> {
             start: setup.start,
             deadline,
             timeout: setup.config.request_timeout_ms,
+            window_end,
+            ends_by,
+            stall: setup.stall,
+            woke: None,
+            late_sends: 0,
             pending: Pending::Arrive { id: 0, delivery: placeholder() },
             step: 0,
             restore_at,
@@ -420,21 +476,24 @@ impl<'a> Sim<'a> {
             trace,
         });
         let s = self.slots[slot as usize].as_mut().expect("slot");
-        if s.solve.deadline() != Some(deadline) || s.solve.ends_by() != Some(deadline + s.timeout) {
+        if s.solve.deadline() != Some(deadline) || s.solve.ends_by() != Some(ends_by) {
             let what = format!(
-                "engine deadline {:?}, ends by {:?} != table deadline {deadline} + timeout {}",
+                "engine deadline {:?}, ends by {:?} != table deadline {deadline}, ends by {ends_by} (window {:?}, \
+                 timeout {})",
                 s.solve.deadline(),
                 s.solve.ends_by(),
+                s.window_end,
                 s.timeout
             );
             return self.violation(slot, what);
         }
         let output = s.solve.poll_output(setup.start);
-        self.after_output(slot, setup.start, output);
+        self.after_output(slot, setup.start, output, false);
     }
 
-    /// Acts on an output produced at `now`.
-    fn after_output(&mut self, slot: u32, now: u64, output: Result<Output, captchaai_engine::Misuse>) {
+    /// Acts on an output produced at `now` (`late`: asked again by a host that woke from a
+    /// stall, so a request due earlier is sent now).
+    fn after_output(&mut self, slot: u32, now: u64, output: Result<Output, captchaai_engine::Misuse>, late: bool) {
         let s = self.slots[slot as usize].as_mut().expect("slot");
         let output = match output {
             Ok(output) => output,
@@ -454,7 +513,7 @@ impl<'a> Sim<'a> {
         }
         match output {
             Output::Send(request) => {
-                if let Err(what) = check_request(s, now, &request) {
+                if let Err(what) = check_request(s, now, &request, late) {
                     return self.violation(slot, what);
                 }
                 let at = request.at.max(now);
@@ -477,8 +536,26 @@ impl<'a> Sim<'a> {
             self.report.restores_in_flight += u64::from(in_flight);
         }
         match std::mem::replace(&mut s.pending, Pending::Arrive { id: 0, delivery: placeholder() }) {
+            Pending::Wake(request) if s.stall.is_some_and(|stall| stall.before_send == s.sends) => {
+                // The host stalls before sending: it sleeps, then asks again.
+                let stall = s.stall.take().map_or(0, |stall| stall.ms);
+                if s.trace {
+                    eprintln!("  {now}: the host stalls for {stall} ms before sending request {}", request.id);
+                }
+                s.pending = Pending::Stalled;
+                self.agenda.push(now + stall, slot);
+            }
+            Pending::Stalled => {
+                s.woke = Some(now);
+                let output = s.solve.poll_output(now);
+                self.after_output(slot, now, output, true);
+            }
             Pending::Wake(request) => {
                 s.sends += 1;
+                if request.at >= s.deadline {
+                    s.late_sends += 1;
+                    self.report.last_polls += 1;
+                }
                 self.report.sends += 1;
                 s.fingerprint = oracle::fold(s.fingerprint, request.kind, request.at);
                 let task_id = match request.kind {
@@ -492,7 +569,7 @@ impl<'a> Sim<'a> {
                 s.pending = Pending::Arrive { id: request.id, delivery };
                 let at = match &s.pending {
                     Pending::Arrive { delivery, .. } => now + delivery.after_ms,
-                    Pending::Wake(_) => now,
+                    Pending::Wake(_) | Pending::Stalled => now,
                 };
                 self.agenda.push(at, slot);
             }
@@ -508,7 +585,7 @@ impl<'a> Sim<'a> {
                         s.solve.handle_response(now, id, status, body.as_bytes())
                     }
                 };
-                self.after_output(slot, now, output);
+                self.after_output(slot, now, output, false);
             }
         }
     }
@@ -519,16 +596,29 @@ impl<'a> Sim<'a> {
             return self.violation(slot, "terminal output is not sticky".into());
         }
         let past = now as i64 - s.deadline as i64;
-        if now > s.deadline + s.timeout {
-            let what = format!("ended {past} ms past the deadline (bound: {} ms)", s.timeout);
+        let bound = match s.woke {
+            None => s.deadline + s.timeout,
+            Some(woke) => s.ends_by.max(woke),
+        };
+        if now > bound {
+            let what = format!("ended {past} ms past the deadline (bound: {bound}, woke {:?})", s.woke);
+            return self.violation(slot, what);
+        }
+        if s.late_sends > 1 {
+            let what = format!("{} requests sent after the deadline", s.late_sends);
             return self.violation(slot, what);
         }
         if let Err(what) = check_terminal(s, now, &terminal) {
             return self.violation(slot, what);
         }
-        self.report.max_past_deadline_ms = self.report.max_past_deadline_ms.max(past);
+        if s.woke.is_none() {
+            self.report.max_past_deadline_ms = self.report.max_past_deadline_ms.max(past);
+        }
         match &terminal {
-            Output::Solved(_) => self.report.solved += 1,
+            Output::Solved(_) => {
+                self.report.solved += 1;
+                self.report.last_poll_saves += u64::from(s.late_sends > 0);
+            }
             Output::Failed(f) => {
                 self.report.failed += 1;
                 Report::count(&mut self.report.codes, &f.code);
@@ -607,11 +697,17 @@ fn poll_id(request: &HttpRequest) -> Option<&str> {
 /// Where the task id starts in a poll body.
 const POLL_ID_AT: usize = "key=".len() + 32 + "&action=get&id=".len();
 
-fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String> {
-    if request.at >= s.deadline {
+fn check_request(s: &Slot, now: u64, request: &HttpRequest, late: bool) -> Result<(), String> {
+    // At or after the deadline only the last poll, asked for by a host that woke from a stall:
+    // due when asked, before the window ends.
+    let last_poll = late
+        && request.kind == RequestKind::Poll
+        && request.at == now
+        && s.window_end.is_some_and(|end| request.at < end);
+    if request.at >= s.deadline && !last_poll {
         return Err(format!("request {} due at {} is at or after the deadline {}", request.id, request.at, s.deadline));
     }
-    if request.at < now {
+    if request.at < now && !late {
         return Err(format!("request {} due at {} was handed out later, at {now}", request.id, request.at));
     }
     // The expected URLs are made from the base URL alone, so an equal URL holds no key.
@@ -632,7 +728,7 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
         RequestKind::Poll => after_key.starts_with("&action=get&id="),
         RequestKind::ThreadsInfo => after_key.starts_with("&action=threadsinfo"),
         RequestKind::Submit => after_key.starts_with("&method="),
-        RequestKind::Balance => false,
+        _ => false,
     };
     if !action {
         return Err(format!("a {} request without its action", request.kind.as_str()));

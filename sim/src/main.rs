@@ -15,7 +15,7 @@ use sim::{Options, run};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "usage: sim [--solves N] [--fault-rate P] [--seed N] [--arrival-gap-ms N] \
-                     [--restore-rate P] [--model-rate P] [--debug-every N] [--only INDEX]";
+                     [--restore-rate P] [--model-rate P] [--stall-rate P] [--debug-every N] [--only INDEX]";
 
 fn main() -> ExitCode {
     let mut o = Options { solves: 1_000_000, ..Options::default() };
@@ -30,6 +30,7 @@ fn main() -> ExitCode {
             "--arrival-gap-ms" => value.parse().map(|v| o.arrival_gap_ms = v).is_ok(),
             "--restore-rate" => value.parse().map(|v| o.restore_rate = v).is_ok(),
             "--model-rate" => value.parse().map(|v| o.model_rate = v).is_ok(),
+            "--stall-rate" => value.parse().map(|v| o.stall_rate = v).is_ok(),
             "--debug-every" => value.parse().map(|v| o.debug_every = v).is_ok(),
             "--only" => value.parse().map(|v| o.only = Some(v)).is_ok(),
             _ => false,
@@ -79,6 +80,12 @@ fn main() -> ExitCode {
         "  with a learned model {}: first wait learned {}, gap learned {}, gap waited out {}",
         r.with_model, r.learned_first_waits, r.learned_gaps, r.gaps_taken
     );
+    if o.stall_rate > 0.0 {
+        println!(
+            "  stalled hosts {}: a last poll after the deadline {}, solved by it {}",
+            r.stalled, r.last_polls, r.last_poll_saves
+        );
+    }
     println!(
         "  restores {} ({} while a request was out) | Debug-checked outputs {} | latest end past a deadline {} ms",
         r.restores, r.restores_in_flight, r.debug_checked, r.max_past_deadline_ms

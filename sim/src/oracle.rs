@@ -4,7 +4,8 @@
 //! with `solve.rs` and does not read the engine's table (`captchaai_engine::codes()`): its own
 //! small table below lists every code the fake upstream sends. It predicts every request (kind
 //! and due time) and the outcome, for solves made from the tables alone and for solves made with
-//! a learned solve-times model ([`Waits::learned`]).
+//! a learned solve-times model ([`Waits::learned`]), with a host that sends each request when it
+//! is due or one that stalls once ([`Stall`]).
 
 use captchaai_engine::{Class, Config, RequestKind, TransportError};
 
@@ -225,27 +226,74 @@ impl Waits {
     }
 }
 
+/// A host that stalls once: before sending its request number `before_send` (0-based), it sleeps
+/// `ms` longer, then asks the solve for its output again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    pub before_send: u32,
+    pub ms: u64,
+}
+
+/// When the last-poll window of a solve of `ty` submitted at `start` ends (README "The
+/// contract"): the submit plus the type's token lifetime, where the table gives one and it ends
+/// after the deadline. A host asking for its output at or after the deadline, the solve waiting
+/// to poll its task, sends that poll once, due then, while the window is open.
+pub fn window_end(ty: &TypeRow, start: u64, deadline: u64) -> Option<u64> {
+    ty.token_ttl_ms.map(|ttl| start + ttl).filter(|&end| end > deadline)
+}
+
 /// Predicts a solve of `ty` under `config` with `waits` (from [`Waits::of`] or
-/// [`Waits::learned`]) created at `start`, against `upstream` (a fresh one built from the solve's
-/// seed).
-pub fn predict(ty: &TypeRow, config: &Config, waits: &Waits, start: u64, upstream: &mut Upstream) -> Prediction {
+/// [`Waits::learned`]) created at `start`, whose host may `stall`, against `upstream` (a fresh
+/// one built from the solve's seed).
+pub fn predict(
+    ty: &TypeRow,
+    config: &Config,
+    waits: &Waits,
+    start: u64,
+    stall: Option<Stall>,
+    upstream: &mut Upstream,
+) -> Prediction {
     let deadline = start + waits.deadline_ms;
+    let window_end = window_end(ty, start, deadline);
     let timeout = config.request_timeout_ms;
     let mut sends = 0;
     let mut fingerprint = 0;
     let mut task_id: Option<String> = None;
     let (mut attempt, mut submit_retries, mut poll_errors, mut polls) = (1u32, 0u32, 0u32, 0u32);
     let (mut kind, mut at) = (RequestKind::Submit, start);
+    // The failure the solve reports if its next request cannot go out before the deadline.
+    let mut pending: Option<Fail> = None;
     let mut gap_taken = false;
     let fail = |code: &str, task_id: &Option<String>| {
         let r = row(code);
         Fail { code: code.to_owned(), class: r.1, retry_after_ms: r.4, task_id: task_id.clone() }
     };
     loop {
+        // When the request goes out: when due, or when a stalled host wakes. Past the deadline,
+        // only the last poll goes, due when the host asked, and only while the window is open.
+        let mut sent_at = at;
+        let mut last_poll = false;
+        if let Some(stall) = stall.filter(|stall| stall.before_send == sends) {
+            sent_at = at + stall.ms;
+            if sent_at >= deadline {
+                if kind == RequestKind::Poll && window_end.is_some_and(|end| sent_at < end) {
+                    (at, last_poll) = (sent_at, true);
+                } else {
+                    let failure = pending.unwrap_or_else(|| fail("DEADLINE_EXCEEDED", &task_id));
+                    return Prediction {
+                        sends,
+                        fingerprint,
+                        ended_at: sent_at,
+                        outcome: Outcome::Failed(failure),
+                        gap_taken,
+                    };
+                }
+            }
+        }
         sends += 1;
         fingerprint = fold(fingerprint, kind, at);
-        let delivery = upstream.respond(kind, at, task_id.as_deref(), timeout);
-        let now = at + delivery.after_ms;
+        let delivery = upstream.respond(kind, sent_at, task_id.as_deref(), timeout);
+        let now = sent_at + delivery.after_ms;
         if kind == RequestKind::Poll {
             polls += 1;
         }
@@ -266,6 +314,11 @@ pub fn predict(ty: &TypeRow, config: &Config, waits: &Waits, start: u64, upstrea
                 poll_errors = 0;
                 next = (RequestKind::Poll, now + waits.first_wait_ms, None);
             }
+            // The last poll's answer may have waited since the submit: usable until the
+            // window's end, and only handed out before then.
+            (RequestKind::Poll, Meaning::Answer(_)) if last_poll && window_end.is_some_and(|end| now >= end) => {
+                return done(Outcome::Failed(fail("DEADLINE_EXCEEDED", &task_id)));
+            }
             (RequestKind::Poll, Meaning::Answer(answer)) => {
                 return done(Outcome::Solved {
                     answer: answer.clone(),
@@ -274,7 +327,7 @@ pub fn predict(ty: &TypeRow, config: &Config, waits: &Waits, start: u64, upstrea
                     solved_at: now,
                     polls,
                     attempts: attempt,
-                    expires_at: ty.token_ttl_ms.map(|ttl| now + ttl),
+                    expires_at: if last_poll { window_end } else { ty.token_ttl_ms.map(|ttl| now + ttl) },
                 });
             }
             (RequestKind::ThreadsInfo, meaning) => {
@@ -367,7 +420,7 @@ pub fn predict(ty: &TypeRow, config: &Config, waits: &Waits, start: u64, upstrea
         if next.1 >= deadline {
             return done(Outcome::Failed(next.2.unwrap_or_else(|| fail("DEADLINE_EXCEEDED", &task_id))));
         }
-        (kind, at) = (next.0, next.1);
+        (kind, at, pending) = next;
     }
 }
 

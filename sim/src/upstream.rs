@@ -269,6 +269,8 @@ impl Upstream {
                 Condition::Busy { until } if sent_at < until => Meaning::Threads { threads: 5, working: 5 },
                 _ => Meaning::Threads { threads: 5, working: 2 },
             },
+            // A request kind this fake does not model (none today; `RequestKind` may grow).
+            _ => Meaning::Unreadable,
         }
     }
 }

@@ -91,7 +91,7 @@ VECTORS = []
 
 
 def vector(name, description, task, script, expect, config=None, restore_before=None, start_ms=0, key=KEY,
-           solve_times_recipe=None):
+           solve_times_recipe=None, stall_before=None):
     VECTORS.append({
         "name": name,
         "description": description,
@@ -101,6 +101,7 @@ def vector(name, description, task, script, expect, config=None, restore_before=
         "start_ms": start_ms,
         "script": script,
         **({"restore_before": restore_before} if restore_before else {}),
+        **({"stall_before": [{"send": n, "until_ms": t} for n, t in stall_before]} if stall_before else {}),
         **({"solve_times_recipe": solve_times_recipe} if solve_times_recipe else {}),
         "expect": expect,
     })
@@ -292,6 +293,25 @@ vector("fault_poll_errors_exhausted", "unreadable replies on every poll: the pol
        [ok("7427")] + [HTML_502] * 4, failed("UNEXPECTED_REPLY", "transient", 5, 5000), config={"max_poll_errors": 3})
 vector("deadline_expiry", "not ready until the deadline: nothing is sent at or after it", TURNSTILE,
        [ok("7428")] + [not_ready()] * 40, failed("DEADLINE_EXCEEDED", "transient", 22))
+# The last poll: a host stalled past the deadline (a store outage) with a poll still to send, then
+# resumed from the snapshot it kept. Turnstile tokens live 300 s, its deadline is 120 s: until
+# 300 s after the submit, one last poll may fetch an answer that waited at CaptchaAI.
+vector("deadline_last_poll_saves_the_answer",
+       "a host stalled past the deadline resumes from its snapshot: one last poll fetches the answer, usable until "
+       "the submit plus the token's lifetime",
+       TURNSTILE, [ok("7436"), ok("0.tok")], solved(2, "0.tok"), stall_before=[(1, 130000)], restore_before=[1])
+vector("deadline_last_poll_not_ready",
+       "a host stalled past the deadline: the last poll finds the answer not ready, which ends the solve "
+       "(DEADLINE_EXCEEDED, the poll counted); nothing else is sent",
+       TURNSTILE, [ok("7437"), not_ready()], failed("DEADLINE_EXCEEDED", "transient", 2), stall_before=[(1, 130000)],
+       restore_before=[1])
+vector("deadline_last_poll_past_lifetime",
+       "a host stalled until the token's lifetime (300 s after the submit) has passed: no last poll, nothing sent",
+       TURNSTILE, [ok("7438")], failed("DEADLINE_EXCEEDED", "transient", 1), stall_before=[(1, 300000)])
+vector("deadline_late_no_window",
+       "reCAPTCHA tokens live 120 s, its deadline: a host stalled past the deadline sends nothing (no answer of the "
+       "task could still be usable for sure)",
+       RECAPTCHA, [ok(1007)], failed("DEADLINE_EXCEEDED", "transient", 1), stall_before=[(1, 125000)])
 vector("restore_mid_solve", "snapshot and restore before several steps: same transcript as without",
        RECAPTCHA, [ok(1005), not_ready(), not_ready(), ok(TOKEN)], solved(4, TOKEN), restore_before=[0, 1, 2, 3])
 vector("restore_mid_busy_wait", "restore while waiting for a thread and while threadsinfo is in flight",

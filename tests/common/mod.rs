@@ -2,26 +2,34 @@
 //! reads like a transcript.
 #![allow(dead_code)]
 
-use captchaai_engine::{Answer, Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve};
+use captchaai_engine::{Config, Failure, HttpRequest, Output, RequestKind, Solution, Solve};
 
 pub const KEY: &str = "0123456789abcdef0123456789abcdef";
 pub const GOOGLEKEY: &str = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-";
 pub const PAGE: &str = "https://portal.example.com/export";
 
 /// A solution of one attempt, `elapsed` ms after a submit at 0, found by poll `polls` (what a
-/// `SolveTimes` model observes).
+/// `SolveTimes` model observes), read from its JSON form (`Solution` is `#[non_exhaustive]`).
 pub fn solution(elapsed: u64, polls: u32) -> Solution {
-    Solution {
-        answer: Answer::Text("t".into()),
-        user_agent: None,
-        task_id: Some("1".into()),
-        submitted_at: 0,
-        solved_at: elapsed,
-        elapsed_ms: elapsed,
-        polls,
-        attempts: 1,
-        expires_at: None,
-    }
+    serde_json::from_value(serde_json::json!({
+        "answer": {"text": "t"},
+        "user_agent": null,
+        "task_id": "1",
+        "submitted_at": 0,
+        "solved_at": elapsed,
+        "elapsed_ms": elapsed,
+        "polls": polls,
+        "attempts": 1,
+        "expires_at": null,
+    }))
+    .expect("a solution's JSON form")
+}
+
+/// [`solution`] of `attempts` tasks (a model observes only solves of one).
+pub fn solution_of_attempts(elapsed: u64, polls: u32, attempts: u32) -> Solution {
+    let mut solution = solution(elapsed, polls);
+    solution.attempts = attempts;
+    solution
 }
 
 /// The least time from a task's previous request to its next poll: the poll interval's floor

@@ -44,6 +44,10 @@ pub struct Vector {
     /// Snapshot and restore (with the key) before sending these 0-based requests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restore_before: Vec<u64>,
+    /// Host stalls (a store outage, a paused process): before sending a 0-based request, the
+    /// host sleeps until a time, then asks for its output again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stall_before: Vec<Stall>,
     /// A summary of the expected outcome written by hand (`outcome`, `code`, `class`, `sends`),
     /// checked against the transcript so a regenerated transcript cannot silently change meaning.
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -62,6 +66,16 @@ pub struct Vector {
     /// solved, else it is `solve_times` unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solve_times_after: Option<String>,
+}
+
+/// A host stall: before sending request `send` (0-based), the host sleeps until `until_ms`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stall {
+    /// The 0-based request the stall comes before.
+    pub send: u64,
+    /// When the host wakes (epoch ms); a time already passed changes nothing but the event.
+    pub until_ms: u64,
 }
 
 /// How a vector's solve-times model is built: empty, then taught by solves of `task`, run
@@ -355,8 +369,10 @@ fn event(at: u64, kind: &str, body: Value) -> Value {
 /// 1. `now = start_ms`; create the solve (a failure is the whole transcript: `rejected`).
 /// 2. `output = poll_output(now)`, then loop:
 ///    - `send`: `now = max(now, request.at)` (the host sleeps). If this is the n-th request
-///      (0-based) and n is in `restore_before`: snapshot, restore (`restored`) and
-///      `output = poll_output(now)` again. Record the `send`. Take the next script entry:
+///      (0-based) and `stall_before` has an entry for n: `now = max(now, until_ms)` (`stalled`).
+///      If n is in `restore_before`: snapshot, restore (`restored`). After either,
+///      `output = poll_output(now)` again (a terminal output is recorded as below). Record the
+///      `send`. Take the next script entry:
 ///      `reply`/`transport`: `now += after_ms`, record it, and feed it; `silence`:
 ///      `now += timeout_ms`, record and feed a `timeout` transport error. The call returns
 ///      the next output. (No entry left: record `error` and stop.)
@@ -431,7 +447,13 @@ fn replay_events<E: Engine>(engine: &mut E, vector: &Vector, solved: &mut Option
             }
         };
         now = now.max(request.at);
-        let request = if vector.restore_before.contains(&sends) {
+        let stall = vector.stall_before.iter().find(|stall| stall.send == sends);
+        if let Some(stall) = stall {
+            now = now.max(stall.until_ms);
+            events.push(event(now, "stalled", true.into()));
+        }
+        let restore = vector.restore_before.contains(&sends);
+        if restore {
             let snapshot = engine.snapshot(&solve);
             match engine.restore(&snapshot, &vector.key) {
                 Ok(restored) => solve = restored,
@@ -441,6 +463,8 @@ fn replay_events<E: Engine>(engine: &mut E, vector: &Vector, solved: &mut Option
                 }
             }
             events.push(event(now, "restored", true.into()));
+        }
+        let request = if stall.is_some() || restore {
             match engine.poll_output(&mut solve, now) {
                 Ok(Output::Send(again)) => again,
                 Ok(other) => {

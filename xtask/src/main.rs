@@ -35,6 +35,12 @@ mod python_types;
 mod schema;
 mod ts_types;
 
+/// Stops a generator at a table value it cannot render yet (the engine's table enums are
+/// `#[non_exhaustive]`): the message says what to teach it.
+pub(crate) fn untaught(what: impl std::fmt::Debug, generator: &str) -> ! {
+    panic!("xtask: {generator} cannot render {what:?} yet: teach it (xtask/src/{generator}.rs)")
+}
+
 /// The component must stay under this many bytes.
 const SIZE_BUDGET: usize = 512 * 1024;
 

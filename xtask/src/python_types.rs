@@ -116,6 +116,7 @@ fn python_type(field: TaskField) -> &'static str {
         FieldKind::Int { .. } => "int",
         FieldKind::Image(_) => "Image",
         FieldKind::Images { .. } => "List[Image]",
+        other => crate::untaught(other, "python_types"),
     }
 }
 
@@ -175,6 +176,7 @@ fn field_doc(field: TaskField) -> String {
         FieldKind::Images { count, each } => {
             format!("Exactly {count} images, each base64 text or raw bytes: {}.", image_text(each))
         }
+        other => crate::untaught(other, "python_types"),
     };
     if let Some(default) = field.default() {
         let _ = write!(doc, " Default ``{default}``.");
@@ -201,6 +203,7 @@ fn class_doc(task_type: TaskType) -> Vec<String> {
         AnswerShape::Cells => "a JSON list of cell numbers (``Solution.answer_json``)".to_owned(),
         AnswerShape::Object([]) => "a JSON object (``Solution.answer_json``)".to_owned(),
         AnswerShape::Object(keys) => format!("a JSON object with {} (``Solution.answer_json``)", quoted(keys)),
+        other => crate::untaught(other, "python_types"),
     };
     let lifetime = task_type
         .token_ttl_ms()

@@ -185,6 +185,7 @@ fn field_schema(field: TaskField) -> Value {
             "items": image_schema(each),
             "description": format!("Exactly {count} base64 images."),
         }),
+        other => crate::untaught(other, "schema"),
     };
     if let Some(object) = schema.as_object_mut() {
         let text = object.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -342,6 +343,7 @@ fn image_rules(max_side: Option<u32>) -> Vec<Vec<Byte>> {
                     }
                 }
                 ImageFormat::Jpeg => continue,
+                other => crate::untaught(other, "schema"),
             }
         }
         starts.push(rule);

@@ -204,6 +204,7 @@ fn ts_type(kind: FieldKind) -> Result<String> {
         FieldKind::Score { .. } | FieldKind::Int { .. } => "number".to_owned(),
         FieldKind::Choice { .. } | FieldKind::Upload { .. } => literal_union(kind)?,
         FieldKind::Images { .. } => "string[]".to_owned(),
+        other => bail!("ts_types cannot render {other:?} yet: teach it (xtask/src/ts_types.rs)"),
     })
 }
 
@@ -241,6 +242,7 @@ fn field_doc(field: TaskField) -> String {
             format!("How the image is sent: {}. Not sent as a parameter.", or_list(&quoted(modes)))
         }
         FieldKind::Sync => "Solve synchronously through `solve.php` (no polling). Not sent as a parameter.".to_owned(),
+        other => crate::untaught(other, "ts_types"),
     };
     if let Some(param) = field.param() {
         text.push_str(&format!(" Sent as `{param}`."));
@@ -277,6 +279,7 @@ fn type_doc(spec: TaskType) -> String {
         AnswerShape::Cells => "The answer is a list of cell numbers (`Solution.answer` is an array)".to_owned(),
         AnswerShape::Object([]) => "The answer is a JSON object".to_owned(),
         AnswerShape::Object(keys) => format!("The answer is a JSON object with {}", and_list(&quoted(keys))),
+        other => crate::untaught(other, "ts_types"),
     });
     match spec.token_ttl_ms() {
         Some(ttl) => text.push_str(&format!(", usable for {} after it arrives. ", duration(ttl))),

@@ -92,6 +92,7 @@ def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any
     solve = created
     script = iter(vector["script"])
     restore_before = vector.get("restore_before", [])
+    stalls = {stall["send"]: stall["until_ms"] for stall in vector.get("stall_before", [])}
     try:
         output = engine.poll_output(solve, now)
     except EngineMisuse as m:
@@ -111,7 +112,12 @@ def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any
             return events
         request = output.request
         now = max(now, request.at)
-        if sends in restore_before:
+        stalled = sends in stalls
+        if stalled:
+            now = max(now, stalls[sends])
+            events.append(event(now, "stalled", True))
+        restore = sends in restore_before
+        if restore:
             snapshot = engine.snapshot(solve)
             try:
                 restored = engine.restore(snapshot, key)
@@ -123,6 +129,7 @@ def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any
             engine.drop(solve)
             solve = restored
             events.append(event(now, "restored", True))
+        if stalled or restore:
             try:
                 again = engine.poll_output(solve, now)
             except EngineMisuse as m:

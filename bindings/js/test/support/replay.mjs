@@ -136,6 +136,7 @@ function replayWith(root, vector, times, observe) {
   }
   let solve = created.ok;
   const restoreBefore = new Set(vector.restore_before ?? []);
+  const stalls = new Map((vector.stall_before ?? []).map((stall) => [stall.send, BigInt(stall.until_ms)]));
   const script = [...vector.script];
   const call = (fn) => {
     const r = engineResult(fn);
@@ -158,7 +159,14 @@ function replayWith(root, vector, times, observe) {
       }
       let request = output.val;
       if (request.at > now) now = request.at;
-      if (restoreBefore.has(sends)) {
+      const stalled = stalls.has(sends);
+      if (stalled) {
+        const until = stalls.get(sends);
+        if (until > now) now = until;
+        events.push(event(now, 'stalled', true));
+      }
+      const restore = restoreBefore.has(sends);
+      if (restore) {
         const snapshot = solve.snapshot();
         const restored = engineResult(() => Solve.restore(snapshot, vector.key));
         if (restored.err) {
@@ -168,6 +176,8 @@ function replayWith(root, vector, times, observe) {
         solve[Symbol.dispose]();
         solve = restored.ok;
         events.push(event(now, 'restored', true));
+      }
+      if (stalled || restore) {
         step = call(() => solve.pollOutput(now));
         if (step.misuse) {
           events.push(event(now, 'misuse', step.misuse));

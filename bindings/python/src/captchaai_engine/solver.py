@@ -100,7 +100,8 @@ class PendingSolve:
     @property
     def deadline(self) -> Optional[int]:
         """When the engine gives up on the solve (epoch ms on the solver's clock), None without a
-        deadline; the solve ends by then plus one request timeout."""
+        deadline; the solve ends by then plus one request timeout (a solver stalled past it may
+        send one last poll first: the engine's ends-by bounds that)."""
         return self._core.call(self, lambda engine, handle: engine.deadline(handle))
 
     def snapshot(self) -> str:

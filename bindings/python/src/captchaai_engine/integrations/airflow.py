@@ -140,8 +140,10 @@ class _Submitted(Exception):
 TaskSpec = Union[Task, Mapping[str, Any]]
 
 #: How long past the engine's deadline Airflow's deferral backstop waits by default: the trigger
-#: ends the solve by the deadline plus one request timeout (at most 2 minutes), and the triggerer
-#: may be slow to run it.
+#: ends the solve by the engine's ends-by (the deadline plus one request timeout, at most 2
+#: minutes; a triggerer stalled past the deadline may send one last poll, up to the submit plus
+#: the token's lifetime: 3.5 minutes after a Turnstile deadline), and the triggerer may be slow
+#: to run it.
 DEFER_MARGIN = timedelta(minutes=5)
 
 
