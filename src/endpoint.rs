@@ -542,11 +542,17 @@ fn success<T: Serialize>(request: T) -> Success<'static, T> {
     Success { status: 1, request, result: None, user_agent: None }
 }
 
+/// The largest task id written as a JSON number: 2^53 - 1, the largest integer a JavaScript client
+/// reads exactly (longer ids stay strings).
+const MAX_NUMERIC_ID: u64 = (1 << 53) - 1;
+
 /// The reply to an accepted submit whose solve has `id`: `OK|<id>`, or `{"status":1,"request":
-/// <id>}` with the id a JSON number where CaptchaAI sends that type's ids so.
+/// <id>}` with the id a JSON number where CaptchaAI sends that type's ids so (and the id is at
+/// most 2^53 - 1).
 pub fn render_submitted(format: ReplyFormat, task_type: &str, id: &str) -> Reply {
     let numeric = registry::lookup(task_type).is_some_and(|t| t.numeric_task_id);
-    match id.parse::<u64>().ok().filter(|n| numeric && n.to_string() == id) {
+    let number = id.parse::<u64>().ok().filter(|n| *n <= MAX_NUMERIC_ID && n.to_string() == id);
+    match number.filter(|_| numeric) {
         Some(n) => ok_reply(format, id, &success(n)),
         None => ok_reply(format, id, &success(id)),
     }

@@ -632,7 +632,7 @@ fn check_request(s: &Slot, now: u64, request: &HttpRequest) -> Result<(), String
         RequestKind::Poll => after_key.starts_with("&action=get&id="),
         RequestKind::ThreadsInfo => after_key.starts_with("&action=threadsinfo"),
         RequestKind::Submit => after_key.starts_with("&method="),
-        RequestKind::Balance => false,
+        RequestKind::Balance | RequestKind::Report => false,
     };
     if !action {
         return Err(format!("a {} request without its action", request.kind.as_str()));

@@ -269,6 +269,8 @@ impl Upstream {
                 Condition::Busy { until } if sent_at < until => Meaning::Threads { threads: 5, working: 5 },
                 _ => Meaning::Threads { threads: 5, working: 2 },
             },
+            // Solves never report on an answer (the endpoint's report requests are not a solve's).
+            RequestKind::Report => Meaning::Code("REPORT_NOT_RECORDED"),
         }
     }
 }
