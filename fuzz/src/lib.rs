@@ -560,9 +560,9 @@ pub fn endpoint_request(data: &[u8]) {
         Err(refusal) => {
             let row = codes().find(|c| c.code() == refusal.code).expect("a code of the table");
             assert_ne!(row.source(), captchaai_engine::Source::Engine, "{}", refusal.code);
-            assert_eq!(refusal.reply.status, 200);
+            assert_eq!(refusal.reply().status, 200);
             for key in keys.iter().filter(|k| well_formed(k)) {
-                assert!(!refusal.message.contains(key) && !refusal.reply.body.contains(key), "{refusal:?}");
+                assert!(!refusal.message.contains(key) && !refusal.reply().body.contains(key), "{refusal:?}");
             }
             if let Some(key) = &refusal.key {
                 assert!(keys.contains(&key.as_str()) && well_formed(key), "{refusal:?}");
