@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 runs=${1:-10000000}; shift || true
-targets=${*:-reply task restore ops edge_request}
+targets=${*:-reply task restore ops edge_request endpoint_request}
 for t in $targets; do
   mkdir -p corpus/$t logs
   case $t in task|restore) max_len=16384 ;; *) max_len=4096 ;; esac

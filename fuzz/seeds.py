@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json), and
+"""Writes fuzz/seeds/{task,reply,ops}/ from the golden vectors (testdata/vectors/*.json),
+fuzz/seeds/endpoint_request/ from the endpoint vectors' requests (testdata/vectors/endpoint), and
 fuzz/seeds/edge_request/ from hand-written requests, well-formed and malformed.
 fuzz/seeds/restore/ is written by `cargo run -p sim --example snapshot_seeds` (real snapshots
 taken at every step of every vector's replay). Each run first empties the directories it writes,
@@ -16,7 +17,7 @@ for i, name in enumerate(TASKS):
     for t in (ty, ty.replace("_invisible", "").replace("_compatible_keys", "").replace("_click_text", "").replace("_multipart", "").replace("_sync", "")):
         TYPE_INDEX.setdefault(t, i)
 
-for target in ("task", "reply", "ops", "edge_request"):
+for target in ("task", "reply", "ops", "edge_request", "endpoint_request"):
     d = os.path.join(OUT, target)
     for name in os.listdir(d) if os.path.isdir(d) else []:
         os.remove(os.path.join(d, name))
@@ -90,3 +91,20 @@ for path_kind, path, query_kind, query, auth_kind, token, length in [
 ]:
     write("edge_request", bytes([path_kind, query_kind, auth_kind, len(path), len(query), len(token)]) + path + query + token + length)
 print({d: len(os.listdir(os.path.join(OUT, d))) for d in sorted(os.listdir(OUT))})
+
+# endpoint_request: [path (0 in.php, 1 res.php), upload (0 none, 1 `file`, 3 `other`), upload length
+# lo, hi, upload bytes, then name\0value\0...] (fuzz/src/lib.rs), one per read case.
+for path in sorted(glob.glob(os.path.join(ROOT, "testdata/vectors/endpoint/*.json"))):
+    for case in json.load(open(path))["cases"]:
+        read = case["call"].get("read")
+        if read is None:
+            continue
+        data = bytearray([0 if read["path"] == "in_php" else 1])
+        uploads = read.get("uploads", [])
+        if uploads:
+            file = base64.b64decode(uploads[0]["base64"])[:65535]
+            data += bytes([1 if uploads[0]["name"] == "file" else 3]) + struct.pack("<H", len(file)) + file
+        else:
+            data += bytes([0])
+        data += b"\0".join(part.encode() for pair in read["params"] for part in pair)
+        write("endpoint_request", bytes(data))

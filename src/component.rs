@@ -438,7 +438,8 @@ fn reply_to_wit(r: endpoint::Reply) -> wit_endpoint::EndpointReply {
 }
 
 fn refusal_to_wit(r: endpoint::Refusal) -> wit_endpoint::Refusal {
-    wit_endpoint::Refusal { code: r.code.to_owned(), message: r.message, key: r.key, reply: reply_to_wit(r.reply) }
+    let reply = reply_to_wit(r.reply());
+    wit_endpoint::Refusal { code: r.code.to_owned(), message: r.message, key: r.key, reply }
 }
 
 /// The native failure of a WIT one (its origin follows from its code).

@@ -120,8 +120,15 @@ pub struct Refusal {
     /// The well-formed key the request carried, if any: CaptchaAI checks the key first, so a host
     /// answers an unknown key with [`HostRefusal::UnknownKey`] instead.
     pub key: Option<String>,
-    /// The reply to send.
-    pub reply: Reply,
+    /// How the client asked to be answered.
+    pub format: ReplyFormat,
+}
+
+impl Refusal {
+    /// The reply to send: the code (with `json=1`, the message as `error_text`).
+    pub fn reply(&self) -> Reply {
+        error_reply(self.format, self.code, Some(&self.message))
+    }
 }
 
 /// Refusals a host decides on.
@@ -213,8 +220,7 @@ impl<'a> Reader<'a> {
             Some(key) => text::redact(Cow::Owned(message), key).into_owned(),
             None => message,
         };
-        let reply = error_reply(self.format, code, Some(&message));
-        Refusal { code, message, key: self.key.clone(), reply }
+        Refusal { code, message, key: self.key.clone(), format: self.format }
     }
 
     fn bad(&self, message: impl Into<String>) -> Refusal {
@@ -542,11 +548,17 @@ fn success<T: Serialize>(request: T) -> Success<'static, T> {
     Success { status: 1, request, result: None, user_agent: None }
 }
 
+/// The largest task id written as a JSON number: 2^53 - 1, the largest integer a JavaScript client
+/// reads exactly (longer ids stay strings).
+const MAX_NUMERIC_ID: u64 = (1 << 53) - 1;
+
 /// The reply to an accepted submit whose solve has `id`: `OK|<id>`, or `{"status":1,"request":
-/// <id>}` with the id a JSON number where CaptchaAI sends that type's ids so.
+/// <id>}` with the id a JSON number where CaptchaAI sends that type's ids so (and the id is at
+/// most 2^53 - 1).
 pub fn render_submitted(format: ReplyFormat, task_type: &str, id: &str) -> Reply {
     let numeric = registry::lookup(task_type).is_some_and(|t| t.numeric_task_id);
-    match id.parse::<u64>().ok().filter(|n| numeric && n.to_string() == id) {
+    let number = id.parse::<u64>().ok().filter(|n| *n <= MAX_NUMERIC_ID && n.to_string() == id);
+    match number.filter(|_| numeric) {
         Some(n) => ok_reply(format, id, &success(n)),
         None => ok_reply(format, id, &success(id)),
     }
@@ -638,7 +650,7 @@ pub fn render_refusal(format: Option<ReplyFormat>, refusal: HostRefusal) -> Refu
     let format = format.unwrap_or_default();
     let (_, code, message) =
         HOST_REFUSALS.iter().find(|(r, _, _)| *r == refusal).copied().unwrap_or((refusal, codes::BAD_PARAMETERS, ""));
-    Refusal { code, message: message.to_owned(), key: None, reply: error_reply(format, code, Some(message)) }
+    Refusal { code, message: message.to_owned(), key: None, format }
 }
 
 /// The `reportgood` (`good`) or `reportbad` request for CaptchaAI task `task_id` (id 0, due at
@@ -729,7 +741,7 @@ mod tests {
     #[test]
     fn refusals_never_hold_the_key() {
         let refusal = submit(&[("key", KEY), ("method", "turnstile"), (KEY, "1")]).unwrap_err();
-        assert!(!refusal.message.contains(KEY) && !refusal.reply.body.contains(KEY), "{refusal:?}");
+        assert!(!refusal.message.contains(KEY) && !refusal.reply().body.contains(KEY), "{refusal:?}");
         assert_eq!(refusal.key.as_deref(), Some(KEY), "the host authenticates the key first");
     }
 }

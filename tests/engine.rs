@@ -45,6 +45,10 @@ fn bad_tasks_fail_permanently_naming_the_field_with_nothing_sent() {
         (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","extra":{{"GoogleKey":"x"}}}}"#), "extra.GoogleKey"),
         (format!(r#"{{"type":"recaptcha_v3","sitekey":"k","pageurl":"{PAGE}","action":"a","extra":{{"Version":"v2"}}}}"#), "extra.Version"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a b":"x"}}}}"#), "extra.a b"),
+        // A field's alias is the field; `version` would make the task a v3 one at CaptchaAI.
+        (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"useragent":"x"}}}}"#), "extra.useragent"),
+        (format!(r#"{{"type":"recaptcha_v2","sitekey":"k","pageurl":"{PAGE}","extra":{{"version":"v3"}}}}"#), "extra.version"),
+        (format!(r#"{{"type":"geetest_v3","gt":"g","challenge":"c","pageurl":"{PAGE}","extra":{{"Version":"4"}}}}"#), "extra.Version"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a.b":"x"}}}}"#), "extra.a.b"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"a[b]":"x"}}}}"#), "extra.a[b]"),
         (format!(r#"{{"type":"turnstile","sitekey":"k","pageurl":"{PAGE}","extra":{{"":"x"}}}}"#), "extra."),

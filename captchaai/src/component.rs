@@ -27,6 +27,15 @@ pub use exports::captchaai::engine::types::{
     RequestBody, RequestKind, RestoreError, Solution, SolveTimesError, ThreadsInfo, TransportError,
 };
 
+/// The `endpoint` interface's types: reading CaptchaAI `in.php` / `res.php` requests and rendering
+/// CaptchaAI's replies (their contracts are the `///` docs in wit/engine.wit).
+pub mod endpoint {
+    pub use super::exports::captchaai::engine::endpoint::{
+        EndpointPath, EndpointReply, EndpointRequest, Header, HostRefusal, Param, Refusal, ReplyFormat, ResAction,
+        ResRequest, SolveState, SubmitRequest, Upload,
+    };
+}
+
 /// Every field unset: the engine's defaults (and the captcha type's timings).
 impl Default for Config {
     fn default() -> Config {
@@ -366,6 +375,105 @@ impl EngineInstance {
     /// `thread-gate.leave`: tickets admitted as a result (`None`: unknown ticket).
     pub fn gate_leave(&mut self, gate: ResourceAny, ticket: u64) -> wasmtime::Result<Option<Vec<u64>>> {
         self.api.captchaai_engine_account().thread_gate().call_leave(&mut self.store, gate, ticket)
+    }
+
+    /// `endpoint.read-request`: a CaptchaAI request read into a task or a question, or refused.
+    pub fn read_request(
+        &mut self,
+        path: endpoint::EndpointPath,
+        params: &[endpoint::Param],
+        uploads: &[endpoint::Upload],
+    ) -> wasmtime::Result<Result<endpoint::EndpointRequest, endpoint::Refusal>> {
+        self.api.captchaai_engine_endpoint().call_read_request(&mut self.store, path, params, uploads)
+    }
+
+    /// `endpoint.render-submitted`.
+    pub fn render_submitted(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        task_type: &str,
+        id: &str,
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_submitted(&mut self.store, format, task_type, id)
+    }
+
+    /// `endpoint.render-state`.
+    pub fn render_state(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        task_type: &str,
+        state: &endpoint::SolveState,
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_state(&mut self.store, format, task_type, state)
+    }
+
+    /// `endpoint.render-states`.
+    pub fn render_states(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        states: &[endpoint::SolveState],
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_states(&mut self.store, format, states)
+    }
+
+    /// `endpoint.render-threads`.
+    pub fn render_threads(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        info: ThreadsInfo,
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_threads(&mut self.store, format, info)
+    }
+
+    /// `endpoint.render-balance`.
+    pub fn render_balance(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        balance: f64,
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_balance(&mut self.store, format, balance)
+    }
+
+    /// `endpoint.render-reported`.
+    pub fn render_reported(&mut self, format: endpoint::ReplyFormat) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_reported(&mut self.store, format)
+    }
+
+    /// `endpoint.render-failure`.
+    pub fn render_failure(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        failure: &Failure,
+    ) -> wasmtime::Result<endpoint::EndpointReply> {
+        self.api.captchaai_engine_endpoint().call_render_failure(&mut self.store, format, failure)
+    }
+
+    /// `endpoint.render-refusal`.
+    pub fn render_refusal(
+        &mut self,
+        format: Option<endpoint::ReplyFormat>,
+        refusal: endpoint::HostRefusal,
+    ) -> wasmtime::Result<endpoint::Refusal> {
+        self.api.captchaai_engine_endpoint().call_render_refusal(&mut self.store, format, refusal)
+    }
+
+    /// `endpoint.report-request`.
+    pub fn report_request(
+        &mut self,
+        key: &str,
+        config: &Config,
+        task_id: &str,
+        good: bool,
+    ) -> wasmtime::Result<Result<HttpRequest, Failure>> {
+        self.api.captchaai_engine_endpoint().call_report_request(&mut self.store, key, config, task_id, good)
+    }
+
+    /// `endpoint.parse-report`.
+    pub fn parse_report(
+        &mut self,
+        reply: &Result<HttpResponse, TransportError>,
+    ) -> wasmtime::Result<Result<(), Failure>> {
+        self.api.captchaai_engine_endpoint().call_parse_report(&mut self.store, reply)
     }
 
     /// The engine's linear memory in bytes.

@@ -24,6 +24,7 @@ mod http;
 mod runner;
 
 pub use clock::Clock;
+pub use component::endpoint;
 pub use component::{
     Admission, Answer, Config, ENGINE_WASM, EngineHost, EngineInstance, Failure, FailureClass, FailureOrigin,
     HttpRequest, HttpResponse, LoadStats, Misuse, Output, RequestBody, RequestKind, RestoreError, Solution,

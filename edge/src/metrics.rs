@@ -23,6 +23,7 @@ const KINDS: &[(&str, RequestKind)] = &[
     ("poll", RequestKind::Poll),
     ("threads_info", RequestKind::ThreadsInfo),
     ("balance", RequestKind::Balance),
+    ("report", RequestKind::Report),
 ];
 
 fn bump(kv: &Kv, key: &str, delta: i64) {

@@ -530,3 +530,66 @@ pub fn edge_request(data: &[u8]) {
     let text = std::str::from_utf8(fourth).unwrap_or("x");
     assert_eq!(length, spelled(text), "{fourth:?}");
 }
+
+/// `endpoint_request`: a CaptchaAI request as a host hands it to the endpoint reader:
+/// `[path, upload, (upload length lo, hi, upload bytes)?, params...]`, the path `in.php` (even)
+/// or `res.php` (odd); with `upload` non-zero, a file part named `file` (bit 2 clear) or `other`
+/// (set); the params are `name\0value\0name\0value...` (lossy UTF-8, as a host decodes them).
+/// Checks what the reader promises:
+/// - an accepted submit has the one `key` parameter's value (32 letters and digits) and a task
+///   the engine starts a solve of with that key, whose snapshot round-trips;
+/// - an accepted `res.php` question has that key, and ids of 1-20 digits;
+/// - a refusal is a wire code of the table, answered with HTTP 200, and neither its message nor
+///   its reply holds a well-formed key the request carried (its `key` field does);
+/// - a refusal carries a key only when the request had it, well-formed, as `key`.
+pub fn endpoint_request(data: &[u8]) {
+    use captchaai_engine::endpoint::{self, Path, Request, ResAction};
+    let [path, upload, rest @ ..] = data else { return };
+    let (file, rest) = match (*upload, rest) {
+        (0, rest) => (None, rest),
+        (_, [lo, hi, rest @ ..]) => {
+            let len = usize::from(u16::from_le_bytes([*lo, *hi])).min(rest.len());
+            let name = if upload & 2 == 0 { "file" } else { "other" };
+            (Some((name, &rest[..len])), &rest[len..])
+        }
+        _ => return,
+    };
+    let texts: Vec<String> = rest.split(|b| *b == 0).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    let params: Vec<(&str, &str)> =
+        texts.chunks(2).map(|pair| (pair[0].as_str(), pair.get(1).map_or("", String::as_str))).collect();
+    let uploads: Vec<(&str, &[u8])> = file.into_iter().collect();
+    let path = if path % 2 == 0 { Path::InPhp } else { Path::ResPhp };
+    let keys: Vec<&str> = params.iter().filter(|(n, _)| *n == "key").map(|(_, v)| *v).collect();
+    let well_formed = |k: &str| k.len() == 32 && k.bytes().all(|b| b.is_ascii_alphanumeric());
+    match endpoint::read(path, &params, &uploads) {
+        Ok(Request::Submit(submit)) => {
+            assert_eq!(keys, [submit.key.as_str()], "the submit's key is its one `key` parameter");
+            let key = ApiKey::new(&submit.key).expect("a well-formed key");
+            let solve = Solve::new(submit.task, key, &Config::default(), T0).expect("a task the engine starts");
+            round_trip(solve);
+        }
+        Ok(Request::Res(res)) => {
+            assert_eq!(keys, [res.key.as_str()], "the question's key is its one `key` parameter");
+            assert!(well_formed(&res.key), "a malformed key was accepted");
+            let ids = match &res.action {
+                ResAction::Get(id) | ResAction::ReportGood(id) | ResAction::ReportBad(id) => vec![id.as_str()],
+                ResAction::GetMany(ids) => ids.iter().map(String::as_str).collect(),
+                ResAction::ThreadsInfo | ResAction::Balance => Vec::new(),
+            };
+            for id in ids {
+                assert!((1..=20).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit()), "id {id:?}");
+            }
+        }
+        Err(refusal) => {
+            let row = codes().find(|c| c.code() == refusal.code).expect("a code of the table");
+            assert_ne!(row.source(), captchaai_engine::Source::Engine, "{}", refusal.code);
+            assert_eq!(refusal.reply().status, 200);
+            for key in keys.iter().filter(|k| well_formed(k)) {
+                assert!(!refusal.message.contains(key) && !refusal.reply().body.contains(key), "{refusal:?}");
+            }
+            if let Some(key) = &refusal.key {
+                assert!(keys.contains(&key.as_str()) && well_formed(key), "{refusal:?}");
+            }
+        }
+    }
+}

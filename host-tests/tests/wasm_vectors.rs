@@ -1,12 +1,17 @@
 //! Every golden vector replayed through the engine .wasm in wasmtime gives exactly the native
 //! transcript (and the stored one); a vector with a solve-times model is created with it through
 //! the component (`solve-times.from-text`, `solve.create-with-times`), and the model after it
-//! observed the solution is the native and the stored one, byte for byte.
+//! observed the solution is the native and the stored one, byte for byte. Every endpoint vector
+//! case (testdata/vectors/endpoint) gives the native and the stored result through the component.
 
 use std::path::PathBuf;
 
+use captchaai::endpoint as wit_endpoint;
 use captchaai::{self as wit, EngineHost, EngineInstance, ResourceAny};
+use captchaai_engine::account::ThreadsInfo;
+use captchaai_engine::endpoint;
 use captchaai_engine::{ApiKey, Body, Class, Failure, Misuse, Origin, Output, RequestKind, Solution, TransportError};
+use captchaai_vectors::endpoint as ep;
 use captchaai_vectors::{self as vectors, Engine, Native, Vector};
 
 /// The component behind the replayer's engine interface: WIT values converted to native ones.
@@ -75,6 +80,7 @@ impl Wasm {
                     wit::RequestKind::Poll => RequestKind::Poll,
                     wit::RequestKind::ThreadsInfo => RequestKind::ThreadsInfo,
                     wit::RequestKind::Balance => RequestKind::Balance,
+                    wit::RequestKind::Report => RequestKind::Report,
                 };
                 let body = match r.body {
                     wit::RequestBody::Form(text) => Body::Form(text.into()),
@@ -255,4 +261,200 @@ fn every_vector_replays_identically_through_the_component() {
             vector.name
         );
     }
+}
+
+/// The native failure as the WIT record.
+fn failure_to_wit(f: &Failure) -> wit::Failure {
+    let class = match f.class {
+        Class::Permanent => wit::FailureClass::Permanent,
+        Class::Transient => wit::FailureClass::Transient,
+        Class::Unsolvable => wit::FailureClass::Unsolvable,
+    };
+    let origin = match f.origin() {
+        Origin::Input => wit::FailureOrigin::Input,
+        Origin::Service => wit::FailureOrigin::Service,
+        Origin::NoAnswer => wit::FailureOrigin::NoAnswer,
+    };
+    wit::Failure {
+        code: f.code.clone(),
+        class,
+        origin,
+        message: f.message.clone(),
+        retry_after_ms: f.retry_after_ms,
+        field: f.field.clone(),
+        task_id: f.task_id.as_deref().map(str::to_owned),
+    }
+}
+
+fn format_to_wit(f: endpoint::ReplyFormat) -> wit_endpoint::ReplyFormat {
+    wit_endpoint::ReplyFormat { json: f.json, cors: f.cors }
+}
+
+fn reply_from_wit(r: wit_endpoint::EndpointReply) -> ep::Reply {
+    ep::Reply {
+        status: r.status,
+        content_type: r.content_type,
+        headers: r.headers.into_iter().map(|h| (h.name, h.value)).collect(),
+        body: r.body,
+    }
+}
+
+fn refusal_from_wit(r: wit_endpoint::Refusal) -> ep::Refusal {
+    ep::Refusal { code: r.code, message: r.message, key: r.key, reply: reply_from_wit(r.reply) }
+}
+
+fn state_to_wit(state: endpoint::SolveState<'_>) -> wit_endpoint::SolveState {
+    match state {
+        endpoint::SolveState::Pending => wit_endpoint::SolveState::Pending,
+        endpoint::SolveState::Solved(s) => wit_endpoint::SolveState::Solved(solution_to_wit(s)),
+        endpoint::SolveState::Failed(f) => wit_endpoint::SolveState::Failed(failure_to_wit(f)),
+        endpoint::SolveState::NotFound => wit_endpoint::SolveState::NotFound,
+    }
+}
+
+/// The component's endpoint interface behind the vectors' host interface.
+struct WasmEndpoint(EngineInstance);
+
+impl ep::EndpointHost for WasmEndpoint {
+    fn read(&mut self, path: endpoint::Path, params: &[(&str, &str)], uploads: &[(&str, &[u8])]) -> ep::Read {
+        let path = match path {
+            endpoint::Path::InPhp => wit_endpoint::EndpointPath::InPhp,
+            endpoint::Path::ResPhp => wit_endpoint::EndpointPath::ResPhp,
+        };
+        let params: Vec<wit_endpoint::Param> = params
+            .iter()
+            .map(|(name, value)| wit_endpoint::Param { name: (*name).to_owned(), value: (*value).to_owned() })
+            .collect();
+        let uploads: Vec<wit_endpoint::Upload> = uploads
+            .iter()
+            .map(|(name, bytes)| wit_endpoint::Upload { name: (*name).to_owned(), bytes: bytes.to_vec() })
+            .collect();
+        let format = |f: wit_endpoint::ReplyFormat| endpoint::ReplyFormat { json: f.json, cors: f.cors };
+        match self.0.read_request(path, &params, &uploads).expect("no trap") {
+            Ok(wit_endpoint::EndpointRequest::Submit(s)) => ep::Read::Submit {
+                key: s.key,
+                task_json: s.task_json,
+                task_type: s.task_type,
+                format: format(s.format),
+            },
+            Ok(wit_endpoint::EndpointRequest::Res(r)) => {
+                let action = match r.action {
+                    wit_endpoint::ResAction::Get(id) => endpoint::ResAction::Get(id),
+                    wit_endpoint::ResAction::GetMany(ids) => endpoint::ResAction::GetMany(ids),
+                    wit_endpoint::ResAction::ThreadsInfo => endpoint::ResAction::ThreadsInfo,
+                    wit_endpoint::ResAction::Balance => endpoint::ResAction::Balance,
+                    wit_endpoint::ResAction::ReportGood(id) => endpoint::ResAction::ReportGood(id),
+                    wit_endpoint::ResAction::ReportBad(id) => endpoint::ResAction::ReportBad(id),
+                };
+                ep::Read::Res { key: r.key, action, format: format(r.format) }
+            }
+            Err(refusal) => ep::Read::Refused(refusal_from_wit(refusal)),
+        }
+    }
+
+    fn render_submitted(&mut self, format: endpoint::ReplyFormat, task_type: &str, id: &str) -> ep::Reply {
+        reply_from_wit(self.0.render_submitted(format_to_wit(format), task_type, id).expect("no trap"))
+    }
+
+    fn render_state(
+        &mut self,
+        format: endpoint::ReplyFormat,
+        task_type: &str,
+        state: endpoint::SolveState<'_>,
+    ) -> ep::Reply {
+        reply_from_wit(self.0.render_state(format_to_wit(format), task_type, &state_to_wit(state)).expect("no trap"))
+    }
+
+    fn render_states(&mut self, format: endpoint::ReplyFormat, states: &[endpoint::SolveState<'_>]) -> ep::Reply {
+        let states: Vec<wit_endpoint::SolveState> = states.iter().map(|s| state_to_wit(*s)).collect();
+        reply_from_wit(self.0.render_states(format_to_wit(format), &states).expect("no trap"))
+    }
+
+    fn render_threads(&mut self, format: endpoint::ReplyFormat, info: ThreadsInfo) -> ep::Reply {
+        let info = wit::ThreadsInfo { threads: info.threads, working_threads: info.working_threads, free: info.free() };
+        reply_from_wit(self.0.render_threads(format_to_wit(format), info).expect("no trap"))
+    }
+
+    fn render_balance(&mut self, format: endpoint::ReplyFormat, balance: f64) -> ep::Reply {
+        reply_from_wit(self.0.render_balance(format_to_wit(format), balance).expect("no trap"))
+    }
+
+    fn render_reported(&mut self, format: endpoint::ReplyFormat) -> ep::Reply {
+        reply_from_wit(self.0.render_reported(format_to_wit(format)).expect("no trap"))
+    }
+
+    fn render_failure(&mut self, format: endpoint::ReplyFormat, failure: &Failure) -> ep::Reply {
+        reply_from_wit(self.0.render_failure(format_to_wit(format), &failure_to_wit(failure)).expect("no trap"))
+    }
+
+    fn render_refusal(&mut self, format: Option<endpoint::ReplyFormat>, refusal: endpoint::HostRefusal) -> ep::Refusal {
+        let refusal = match refusal {
+            endpoint::HostRefusal::UnknownKey => wit_endpoint::HostRefusal::UnknownKey,
+            endpoint::HostRefusal::UnknownId => wit_endpoint::HostRefusal::UnknownId,
+            endpoint::HostRefusal::Busy => wit_endpoint::HostRefusal::Busy,
+            endpoint::HostRefusal::Disabled => wit_endpoint::HostRefusal::Disabled,
+            endpoint::HostRefusal::TooLarge => wit_endpoint::HostRefusal::TooLarge,
+        };
+        refusal_from_wit(self.0.render_refusal(format.map(format_to_wit), refusal).expect("no trap"))
+    }
+
+    fn report_request(
+        &mut self,
+        key: &str,
+        config: &captchaai_engine::Config,
+        task_id: &str,
+        good: bool,
+    ) -> Result<captchaai_engine::HttpRequest, Failure> {
+        let request = self.0.report_request(key, &config_to_wit(config), task_id, good).expect("no trap");
+        let request = request.map_err(failure)?;
+        let body = match request.body {
+            wit::RequestBody::Form(text) => Body::Form(text.into()),
+            wit::RequestBody::Multipart(bytes) => Body::Multipart(bytes),
+        };
+        assert_eq!(request.kind, wit::RequestKind::Report);
+        let key = ApiKey::new(key).expect("a request was built, so the key is well-formed");
+        Ok(captchaai_engine::HttpRequest::from_parts(
+            request.id,
+            RequestKind::Report,
+            request.at,
+            request.url,
+            request.content_type,
+            body,
+            request.timeout_ms,
+            &key,
+        ))
+    }
+
+    fn parse_report(&mut self, reply: Result<(u16, &[u8]), TransportError>) -> Result<(), Failure> {
+        let reply = match reply {
+            Ok((status, body)) => Ok(wit::HttpResponse { status, body: String::from_utf8_lossy(body).into_owned() }),
+            Err(TransportError::Timeout) => Err(wit::TransportError::Timeout),
+            Err(TransportError::Connect) => Err(wit::TransportError::Connect),
+            Err(TransportError::Broken) => Err(wit::TransportError::Broken),
+        };
+        self.0.parse_report(&reply).expect("no trap").map_err(failure)
+    }
+}
+
+#[test]
+fn every_endpoint_case_gives_its_result_through_the_component() {
+    let host = EngineHost::embedded(None).expect("the embedded engine component");
+    let mut wasm = WasmEndpoint(host.instantiate(1 << 30).unwrap());
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors/endpoint");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    assert!(files.len() >= 4, "found {} endpoint vectors", files.len());
+    let mut cases = 0;
+    for path in files {
+        let vector = ep::EndpointVector::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for case in &vector.cases {
+            cases += 1;
+            let native = ep::run_case(&mut Native, &case.call);
+            let through_wasm = ep::run_case(&mut wasm, &case.call);
+            assert_eq!(through_wasm, native, "{} / {}: the .wasm and native results differ", vector.name, case.about);
+            assert_eq!(through_wasm, case.result, "{} / {}: differs from the stored result", vector.name, case.about);
+        }
+    }
+    assert!(cases >= 100, "found {cases} endpoint cases");
 }

@@ -269,7 +269,9 @@ impl Upstream {
                 Condition::Busy { until } if sent_at < until => Meaning::Threads { threads: 5, working: 5 },
                 _ => Meaning::Threads { threads: 5, working: 2 },
             },
-            // A request kind this fake does not model (none today; `RequestKind` may grow).
+            // Solves never report on an answer (the endpoint's report requests are not a solve's).
+            RequestKind::Report => Meaning::Code("REPORT_NOT_RECORDED"),
+            // A request kind this fake does not model (`RequestKind` may grow).
             _ => Meaning::Unreadable,
         }
     }

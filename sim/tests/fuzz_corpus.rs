@@ -52,3 +52,8 @@ fn ops_seeds_and_regressions() {
 fn edge_request_seeds_and_regressions() {
     run("edge_request", bodies::edge_request);
 }
+
+#[test]
+fn endpoint_request_seeds_and_regressions() {
+    run("endpoint_request", bodies::endpoint_request);
+}

@@ -198,7 +198,8 @@ pub struct Refusal {
 
 impl From<endpoint::Refusal> for Refusal {
     fn from(r: endpoint::Refusal) -> Refusal {
-        Refusal { code: r.code.to_owned(), message: r.message, key: r.key, reply: r.reply.into() }
+        let reply = r.reply().into();
+        Refusal { code: r.code.to_owned(), message: r.message, key: r.key, reply }
     }
 }
 

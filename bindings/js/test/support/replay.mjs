@@ -36,7 +36,7 @@ export function witConfigFromJson(config) {
   return wit;
 }
 
-const KINDS = { submit: 'submit', poll: 'poll', 'threads-info': 'threads_info', balance: 'balance' };
+const KINDS = { submit: 'submit', poll: 'poll', 'threads-info': 'threads_info', balance: 'balance', report: 'report' };
 const ORIGINS = { input: 'input', service: 'service', 'no-answer': 'no_answer' };
 
 const opt = (value) => (value === undefined ? null : value);

@@ -26,6 +26,7 @@ WIT_PACKAGE = "captchaai:engine"
 WIT_VERSION = "0.3.0"
 ENGINE_INTERFACE = f"{WIT_PACKAGE}/engine@{WIT_VERSION}"
 ACCOUNT_INTERFACE = f"{WIT_PACKAGE}/account@{WIT_VERSION}"
+ENDPOINT_INTERFACE = f"{WIT_PACKAGE}/endpoint@{WIT_VERSION}"
 
 #: The functions this package calls, by interface.
 FUNCTIONS = {
@@ -60,6 +61,19 @@ FUNCTIONS = {
         "parse-balance",
         "[static]thread-gate.create",
         "[method]thread-gate.capacity",
+    ),
+    ENDPOINT_INTERFACE: (
+        "read-request",
+        "render-submitted",
+        "render-state",
+        "render-states",
+        "render-threads",
+        "render-balance",
+        "render-reported",
+        "render-failure",
+        "render-refusal",
+        "report-request",
+        "parse-report",
     ),
 }
 

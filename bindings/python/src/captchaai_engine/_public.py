@@ -225,6 +225,22 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             return Variant(tag, value) if is_tagged else value
 
         return lower_variant
+    if isinstance(ty, ListType):
+        if isinstance(ty.element, U8):
+            def lower_bytes(x: Any) -> Any:
+                if not isinstance(x, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"{where} must be bytes, not {type(x).__name__}")
+                return bytes(x)
+
+            return lower_bytes
+        element = lowerer(ty.element, f"{where}[]")
+
+        def lower_list(x: Any) -> Any:
+            if not isinstance(x, (list, tuple)):
+                raise TypeError(f"{where} must be a list, not {type(x).__name__}")
+            return [element(item) for item in x]
+
+        return lower_list
     if isinstance(ty, BorrowType):
         def lower_borrow(x: Any) -> Any:
             if not isinstance(x, ResourceAny):

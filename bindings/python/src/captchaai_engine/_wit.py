@@ -199,6 +199,11 @@ _resource_clone = _bindings._wasmtime_component_resource_any_clone
 _record_new_uninit = _bindings._wasmtime_component_valrecord_new_uninit
 _record_delete = _bindings._wasmtime_component_valrecord_delete
 _val_new = _bindings._wasmtime_component_val_new
+_list_new_uninit = _bindings._wasmtime_component_vallist_new_uninit
+_list_delete = _bindings._wasmtime_component_vallist_delete
+_KIND = _VAL.kind.offset
+# A byte list is written as one block: each value's kind byte and its u8 (one byte each).
+_BYTES_AT_ONCE = _VAL.kind.size == 1
 _addressof = ctypes.addressof
 _memset = ctypes.memset
 _ENTRY_NAME = _ENTRY.name.offset
@@ -330,6 +335,44 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             v.kind = K_VARIANT
 
         return lower_variant
+    if isinstance(ty, T.ListType):
+        is_bytes = isinstance(ty.element, T.U8)
+        element = None if is_bytes else lowerer(ty.element, f"{where}[]")
+
+        def lower_list(x: Any, v: Any) -> None:
+            if is_bytes and not isinstance(x, (bytes, bytearray, memoryview)):
+                raise TypeError(f"{where} must be bytes, not {type(x).__name__}")
+            if not is_bytes and not isinstance(x, (list, tuple)):
+                raise TypeError(f"{where} must be a list, not {type(x).__name__}")
+            items = bytes(x) if is_bytes else x
+            n = len(items)
+            raw = ffi.wasmtime_component_vallist_t()
+            _list_new_uninit(byref(raw), n)
+            if n:
+                base = _addressof(raw.data.contents)
+                # All zero is every value a `false` bool: safe to delete.
+                _memset(base, 0, n * _VAL_SIZE)
+                try:
+                    if is_bytes and _BYTES_AT_ONCE:
+                        block = bytearray(n * _VAL_SIZE)
+                        block[_KIND::_VAL_SIZE] = bytes((K_U8,)) * n
+                        block[_UNION::_VAL_SIZE] = items
+                        ctypes.memmove(base, bytes(block), len(block))
+                    elif is_bytes:
+                        for i, byte in enumerate(items):
+                            val = _VAL.from_address(base + i * _VAL_SIZE)
+                            val.of.u8 = byte
+                            val.kind = K_U8
+                    else:
+                        for i, item in enumerate(items):
+                            element(item, _VAL.from_address(base + i * _VAL_SIZE))
+                except BaseException:
+                    _list_delete(byref(raw))
+                    raise
+            v.of.list = raw
+            v.kind = K_LIST
+
+        return lower_list
     if isinstance(ty, T.BorrowType):
         def lower_borrow(x: Any, v: Any) -> None:
             if not isinstance(x, ResourceAny):

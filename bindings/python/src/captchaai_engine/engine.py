@@ -8,9 +8,10 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _component
+from . import endpoint as _endpoint
 from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
 from .tasks import Task, task_json
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
@@ -317,6 +318,64 @@ class Engine:
             return self._call("[method]thread-gate.capacity", value)
         finally:
             self._instance.drop(value)
+
+    # -- serving CaptchaAI's own in.php / res.php (captchaai_engine.endpoint) -------------------
+
+    def read_request(self, path: str, params: Sequence[Tuple[str, str]],
+                     uploads: Sequence[Tuple[str, bytes]] = ()) -> Union[
+                         _endpoint.SubmitRequest, _endpoint.ResRequest, _endpoint.Refusal]:
+        """Reads a request to ``path`` (``"in.php"`` or ``"res.php"``): its text parameters in
+        order (query string, then body; invalid UTF-8 replaced with U+FFFD) and its uploaded file
+        parts. Gives the task or the question, or the refusal CaptchaAI would answer."""
+        return _endpoint._request(self._call("read-request", _endpoint._path(path), _endpoint._params(params),
+                                             _endpoint._uploads(uploads)))
+
+    def render_submitted(self, fmt: _endpoint.ReplyFormat, task_type: str, task_id: str) -> _endpoint.EndpointReply:
+        """The reply to an accepted submit whose solve has ``task_id`` (1-20 digits)."""
+        return _endpoint._reply(self._call("render-submitted", fmt._to_wit(), task_type, task_id))
+
+    def render_state(self, fmt: _endpoint.ReplyFormat, task_type: str,
+                     state: _endpoint.State) -> _endpoint.EndpointReply:
+        """The reply to a ``get`` of one solve of ``task_type``."""
+        return _endpoint._reply(self._call("render-state", fmt._to_wit(), task_type, _endpoint._state(state)))
+
+    def render_states(self, fmt: _endpoint.ReplyFormat,
+                      states: Sequence[_endpoint.State]) -> _endpoint.EndpointReply:
+        """The reply to a ``get`` of several solves."""
+        return _endpoint._reply(self._call("render-states", fmt._to_wit(), [_endpoint._state(s) for s in states]))
+
+    def render_threads(self, fmt: _endpoint.ReplyFormat, info: ThreadsInfo) -> _endpoint.EndpointReply:
+        """The reply to ``threadsinfo`` (the caller's share of the plan)."""
+        return _endpoint._reply(self._call("render-threads", fmt._to_wit(), _endpoint._threads(info)))
+
+    def render_balance(self, fmt: _endpoint.ReplyFormat, balance: float) -> _endpoint.EndpointReply:
+        """The reply to ``getbalance``."""
+        return _endpoint._reply(self._call("render-balance", fmt._to_wit(), float(balance)))
+
+    def render_reported(self, fmt: _endpoint.ReplyFormat) -> _endpoint.EndpointReply:
+        """The reply to a report CaptchaAI recorded."""
+        return _endpoint._reply(self._call("render-reported", fmt._to_wit()))
+
+    def render_failure(self, fmt: _endpoint.ReplyFormat, failure: Failure) -> _endpoint.EndpointReply:
+        """The reply for an account call or report that failed."""
+        return _endpoint._reply(self._call("render-failure", fmt._to_wit(), _endpoint._failure_to_wit(failure)))
+
+    def render_refusal(self, fmt: Optional[_endpoint.ReplyFormat], refusal: str) -> _endpoint.Refusal:
+        """The refusal for a host's decision (``unknown_key``, ``unknown_id``, ``busy``,
+        ``disabled``, ``too_large``); ``fmt`` None renders plain text."""
+        wit_format = None if fmt is None else fmt._to_wit()
+        return _endpoint._refusal(self._call("render-refusal", wit_format, _endpoint._host_refusal(refusal)))
+
+    def report_request(self, key: str, task_id: str, good: bool,
+                       config: Optional[Config] = None) -> Union[Request, Failure]:
+        """The ``reportgood`` (``good``) or ``reportbad`` request for CaptchaAI task ``task_id``."""
+        tag, value = self._call("report-request", _key(key), (config or Config())._to_wit(), task_id, bool(good))
+        return _failure(value) if tag == "err" else _request(value)
+
+    def parse_report(self, reply: Reply) -> Optional[Failure]:
+        """Reads what came back for a report: None when it was recorded, else the failure."""
+        tag, value = self._call("parse-report", _reply(reply))
+        return _failure(value) if tag == "err" else None
 
     def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())

@@ -85,6 +85,7 @@ class RequestKind(str, Enum):
     POLL = "poll"
     THREADS_INFO = "threads_info"
     BALANCE = "balance"
+    REPORT = "report"
 
 
 class TransportErrorKind(str, Enum):
