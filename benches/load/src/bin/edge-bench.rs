@@ -17,6 +17,8 @@
 //!   that stall, as a one-line fix in Spin would make it.
 //! - `spin-nginx`: the same Spin behind nginx with deploy/nginx.conf (only its `listen`,
 //!   `server` and log path changed), wrk talking to nginx.
+//! - `spin-nginx-fresh`: the same without the upstream `keepalive`: nginx opens a connection
+//!   to Spin for each request (a new connection acknowledges at once, so nothing stalls).
 //! - `serve`: the bundled host (`captchaai_serve`) in this process (this binary's build profile).
 //! - `serve-bin=PATH`: a `captchaai-serve` binary as a child process, to compare builds of it.
 //!
@@ -57,7 +59,8 @@ struct Args {
     /// first poll is due, 26 s after their submit).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10))]
     duration: u64,
-    /// Runtimes to measure: spin, spin-nodelay, spin-nginx, serve, serve-bin=PATH (see above).
+    /// Runtimes to measure: spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve,
+    /// serve-bin=PATH (see above).
     #[arg(long, value_delimiter = ',', default_value = "spin,serve", value_parser = Runtime::parse)]
     runtime: Vec<Runtime>,
     /// Stores to measure (default: both); Redis is a redis-server this benchmark starts.
@@ -77,6 +80,7 @@ enum Runtime {
     Spin,
     SpinNodelay,
     SpinNginx,
+    SpinNginxFresh,
     Serve,
     ServeBin(PathBuf),
 }
@@ -320,7 +324,7 @@ impl Host {
         };
         let mut nginx = None;
         let (process, server, url) = match launch.runtime {
-            Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx => {
+            Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh => {
                 let mut command = Command::new(launch.spin.context("no Spin CLI")?);
                 command.args(["up", "--quiet", "--from"]).arg(&manifest);
                 if *launch.runtime == Runtime::SpinNodelay {
@@ -328,8 +332,9 @@ impl Host {
                 }
                 let process = child(command, "spin up")?;
                 let mut url = format!("http://{address}");
-                if *launch.runtime == Runtime::SpinNginx {
-                    let proxy = Nginx::start(&address.to_string(), &state_dir.join("nginx"))?;
+                if matches!(launch.runtime, Runtime::SpinNginx | Runtime::SpinNginxFresh) {
+                    let keepalive = *launch.runtime == Runtime::SpinNginx;
+                    let proxy = Nginx::start(&address.to_string(), keepalive, &state_dir.join("nginx"))?;
                     url = proxy.url.clone();
                     nginx = Some(proxy);
                 }
@@ -411,23 +416,29 @@ fn manifest_with_source(manifest: &Path, component: &Path, dir: &Path) -> Result
 }
 
 /// nginx in front of `backend` with deploy/nginx.conf: only its `listen`, upstream `server`
-/// and access log path are changed. Stopped on drop.
+/// and access log path are changed (and, unless `keepalive`, its upstream `keepalive` line
+/// removed). Stopped on drop.
 struct Nginx {
     url: String,
     child: std::process::Child,
 }
 
 impl Nginx {
-    fn start(backend: &str, dir: &Path) -> Result<Nginx> {
+    fn start(backend: &str, keepalive: bool, dir: &Path) -> Result<Nginx> {
         std::fs::create_dir_all(dir)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let shipped = std::fs::read_to_string(root().join("deploy/nginx.conf"))?;
         let mut conf = shipped.clone();
-        for (from, to) in [
+        let edits = [
             ("listen 8080;".to_owned(), format!("listen 127.0.0.1:{port};")),
             ("server 127.0.0.1:3000;".to_owned(), format!("server {backend};")),
             ("/var/log/nginx/captchaai-edge.access.log".to_owned(), dir.join("access.log").display().to_string()),
-        ] {
+            (
+                "    keepalive 32;\n".to_owned(),
+                if keepalive { "    keepalive 32;\n".to_owned() } else { String::new() },
+            ),
+        ];
+        for (from, to) in edits {
             if !conf.contains(&from) {
                 bail!("deploy/nginx.conf no longer contains {from:?}: update edge-bench");
             }
@@ -588,16 +599,19 @@ impl Runtime {
             "spin" => Runtime::Spin,
             "spin-nodelay" => Runtime::SpinNodelay,
             "spin-nginx" => Runtime::SpinNginx,
+            "spin-nginx-fresh" => Runtime::SpinNginxFresh,
             "serve" => Runtime::Serve,
             _ => match text.strip_prefix("serve-bin=") {
                 Some(path) if !path.is_empty() => Runtime::ServeBin(PathBuf::from(path)),
-                _ => return Err("one of spin, spin-nodelay, spin-nginx, serve, serve-bin=PATH".into()),
+                _ => {
+                    return Err("one of spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve, serve-bin=PATH".into());
+                }
             },
         })
     }
 
     fn is_spin(&self) -> bool {
-        matches!(self, Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx)
+        matches!(self, Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh)
     }
 
     fn name(&self) -> String {
@@ -605,6 +619,7 @@ impl Runtime {
             Runtime::Spin => "Spin 4.1".into(),
             Runtime::SpinNodelay => "Spin 4.1 + TCP_NODELAY shim".into(),
             Runtime::SpinNginx => "nginx (deploy/nginx.conf) + Spin 4.1".into(),
+            Runtime::SpinNginxFresh => "nginx (deploy/nginx.conf, no upstream keepalive) + Spin 4.1".into(),
             Runtime::Serve => "bundled host".into(),
             Runtime::ServeBin(path) => format!("captchaai-serve {}", path.display()),
         }
