@@ -159,9 +159,19 @@ fn error_response(status: StatusCode, body: &Value) -> Response {
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut response = http::Response::new(FullBody::new(Bytes::from(body.to_string())));
+    whole_response(status, Bytes::from(body.to_string()), "application/json")
+}
+
+/// An answer whose body is complete, with its `Content-Length`: the host then knows where the
+/// body ends from the length, and sends the answer in one write instead of ending a chunked
+/// body with a write of its own, which under Spin 4.1 waits out the client's delayed ACK on a
+/// kept-alive connection (docs/operating.md, "Keep-alive clients and Nagle's algorithm").
+fn whole_response(status: StatusCode, body: Bytes, content_type: &'static str) -> Response {
+    let length = HeaderValue::from(body.len());
+    let mut response = http::Response::new(FullBody::new(body));
     *response.status_mut() = status;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response.headers_mut().insert(http::header::CONTENT_LENGTH, length);
     response.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -491,10 +501,5 @@ async fn metrics_page(settings: &Settings) -> Result<Response, Reject> {
         clients.push((client.label.as_str(), share));
     }
     let text = metrics::render(&kv, busy, plan, &clients).map_err(Reject::internal)?;
-    let mut response = http::Response::new(FullBody::new(Bytes::from(text)));
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
-    response.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(whole_response(StatusCode::OK, Bytes::from(text), "text/plain; version=0.0.4; charset=utf-8"))
 }

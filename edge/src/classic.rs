@@ -272,7 +272,9 @@ async fn send(kv: &Kv, request: &HttpRequest) -> Result<HttpResponse, TransportE
 
 /// The engine's reply as the response.
 fn reply(rendered: EndpointReply) -> Response {
-    let mut response = http::Response::new(FullBody::new(Bytes::from(rendered.body)));
+    let body = Bytes::from(rendered.body);
+    let length = HeaderValue::from(body.len());
+    let mut response = http::Response::new(FullBody::new(body));
     *response.status_mut() = StatusCode::from_u16(rendered.status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&rendered.content_type) {
@@ -283,6 +285,8 @@ fn reply(rendered: EndpointReply) -> Response {
             headers.append(name, value);
         }
     }
+    // One write under Spin: see `api::whole_response`.
+    headers.insert(http::header::CONTENT_LENGTH, length);
     headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -15,6 +15,8 @@
 //! `cargo xtask ts-types` (ts_types.rs): writes the JavaScript package's task types
 //! (`bindings/js/src/tasks.d.ts`) from the same listing (`--check`: fails if they are stale).
 //!
+//! `cargo xtask sizes [--check | --write]` (sizes.rs): BENCHMARKS.md's size rows from the build.
+//!
 //! `cargo xtask dist [python|npm|edge|cli ...] [--cli-profile release|dev]` (dist.rs): builds
 //! the artifacts users install into `dist/`: the Python wheel and sdist, the npm tarball, the
 //! edge bundle (`dist/edge/`, served by `spin up` from that folder) and the `captchaai` CLI
@@ -33,6 +35,7 @@ mod generated;
 mod openapi;
 mod python_types;
 mod schema;
+mod sizes;
 mod ts_types;
 
 /// Stops a generator at a table value it cannot render yet (the engine's table enums are
@@ -54,9 +57,10 @@ fn main() -> Result<()> {
         Some("openapi") => openapi::openapi(),
         Some("python-types") => python_types::python_types(),
         Some("ts-types") => ts_types::ts_types(),
+        Some("sizes") => sizes::sizes(&env::args().skip(2).collect::<Vec<_>>()),
         _ => {
             bail!(
-                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check] | cargo xtask dist [python|npm|edge|cli ...] [--cli-profile release|dev]"
+                "usage: cargo xtask component | cargo xtask edge | cargo xtask openapi [--check | --validate-tasks] | cargo xtask ts-types [--check] | cargo xtask python-types [--check] | cargo xtask sizes [--check | --write] | cargo xtask dist [python|npm|edge|cli ...] [--cli-profile release|dev]"
             )
         }
     }
@@ -164,9 +168,9 @@ const WASM_FEATURES: &[&str] = &[
 ];
 
 /// Runs `wasm-opt` (from PATH, or from an npm install of `binaryen` in the workspace).
-/// The wasm-opt pass level of the chosen build (see BENCHMARKS.md, "Build variants"); the
-/// `ENGINE_WASM_OPT` variable overrides it (`-Oz`, `-O3`, ... or `none`) for measuring variants,
-/// as `CARGO_PROFILE_WASM_OPT_LEVEL` does rustc's opt-level.
+/// The wasm-opt pass level of the chosen build (benches/component-variants.sh measures the
+/// others); the `ENGINE_WASM_OPT` variable overrides it (`-Oz`, `-O3`, ... or `none`) for
+/// measuring variants, as `CARGO_PROFILE_WASM_OPT_LEVEL` does rustc's opt-level.
 const WASM_OPT_LEVEL: &str = "-O3";
 
 fn wasm_opt(root: &Path, input: &Path, output: &Path) -> Result<()> {

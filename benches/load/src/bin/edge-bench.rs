@@ -3,16 +3,34 @@
 //! upstream request is made; the edge reads the solve record, which keeps when the next request
 //! is due, and writes nothing), next to a hello-world component answering `GET /` and the same
 //! component doing one key-value read (`GET /wkv/{key}`: `wasi:keyvalue` open + get, as the edge
-//! reads its record). Runtimes: real Spin (`$SPIN_BIN`, else ../shared/tools/spin/spin; skipped
-//! with a note where there is none) and the bundled host (`captchaai_serve`, in this process).
-//! Stores: SQLite (each server its own file) and Redis (a redis-server this benchmark starts).
-//! On Redis it also counts the commands and the new connections per request (`INFO`). Load
-//! from wrk, 1 and 16 connections.
+//! reads its record). Stores: SQLite (each server its own file) and Redis (a redis-server this
+//! benchmark starts). On Redis it also counts the commands and the new connections per request
+//! (`INFO`). Load from wrk, 1 and 16 keep-alive connections.
+//!
+//! Runtimes (`--runtime`, default `spin,serve`):
+//! - `spin`: real Spin (`$SPIN_BIN`, else ../shared/tools/spin/spin; skipped with a note where
+//!   there is none), as shipped. Spin 4.1.0-pre0 leaves Nagle's algorithm on for accepted
+//!   sockets, so an answer hyper writes in two pieces waits for the client's delayed ACK
+//!   (40 ms or more) on a kept-alive connection.
+//! - `spin-nodelay`: the same Spin with `TCP_NODELAY` set on every accepted socket by an
+//!   `LD_PRELOAD` shim this benchmark builds with `cc` (benches/load/nodelay.c): Spin without
+//!   that stall, as a one-line fix in Spin would make it.
+//! - `spin-nginx`: the same Spin behind nginx with deploy/nginx.conf (only its `listen`,
+//!   `server` and log path changed), wrk talking to nginx.
+//! - `spin-nginx-fresh`: the same without the upstream `keepalive`: nginx opens a connection
+//!   to Spin for each request (a new connection acknowledges at once, so nothing stalls).
+//! - `serve`: the bundled host (`captchaai_serve`) in this process (this binary's build profile).
+//! - `serve-bin=PATH`: a `captchaai-serve` binary as a child process, to compare builds of it.
+//!
+//! `--edge A.wasm,B.wasm` measures each composed edge (default: the manifest's own,
+//! target/edge/captchaai_edge.wasm) side by side; `--rounds N` repeats everything N times, in
+//! the same order, so phases of machine load show up as spread rather than as a difference.
 //!
 //! ```sh
 //! cargo xtask component && cargo xtask edge
 //! cargo build --manifest-path host-tests/edge-hello/Cargo.toml --target wasm32-wasip2 --release
-//! cargo run --release -p captchaai-benches --bin edge-bench               # everything
+//! cargo run --release -p captchaai-benches --bin edge-bench               # spin and serve
+//! cargo run --release -p captchaai-benches --bin edge-bench -- --runtime spin,spin-nodelay,spin-nginx
 //! cargo run --release -p captchaai-benches --bin edge-bench -- --runtime spin --store redis
 //! ```
 
@@ -30,6 +48,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tokio::process::Command;
 
 #[derive(Parser)]
 struct Args {
@@ -40,20 +59,30 @@ struct Args {
     /// first poll is due, 26 s after their submit).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10))]
     duration: u64,
-    /// Runtimes to measure (default: both).
-    #[arg(long, value_delimiter = ',', default_value = "spin,serve")]
+    /// Runtimes to measure: spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve,
+    /// serve-bin=PATH (see above).
+    #[arg(long, value_delimiter = ',', default_value = "spin,serve", value_parser = Runtime::parse)]
     runtime: Vec<Runtime>,
     /// Stores to measure (default: both); Redis is a redis-server this benchmark starts.
     #[arg(long, value_delimiter = ',', default_value = "sqlite,redis")]
     store: Vec<Store>,
+    /// Composed edge components to measure side by side (default: the manifest's `source`).
+    #[arg(long, value_delimiter = ',')]
+    edge: Vec<PathBuf>,
+    /// How many times to measure everything.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    rounds: u32,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Where the apps run (see the module docs).
+#[derive(Clone, PartialEq, Eq)]
 enum Runtime {
-    /// Real Spin 4.1+ (`spin up`).
     Spin,
-    /// The bundled host (`captchaai_serve`).
+    SpinNodelay,
+    SpinNginx,
+    SpinNginxFresh,
     Serve,
+    ServeBin(PathBuf),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -78,38 +107,86 @@ async fn main() -> Result<()> {
     let spin = spin_binary();
     let redis = if args.store.contains(&Store::Redis) { Some(Redis::start()?) } else { None };
     let scratch = std::env::temp_dir().join(format!("captchaai-edge-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let result = measure_all(&args, spin.as_deref(), &emulator, redis.as_ref(), &scratch).await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+/// Every round, runtime, store and edge, in that order; one table row per connection count.
+async fn measure_all(
+    args: &Args,
+    spin: Option<&Path>,
+    emulator: &Emulator,
+    redis: Option<&Redis>,
+    scratch: &Path,
+) -> Result<()> {
+    let shim = if args.runtime.contains(&Runtime::SpinNodelay) { Some(build_nodelay_shim(scratch)?) } else { None };
+    let edges: Vec<Option<&Path>> =
+        if args.edge.is_empty() { vec![None] } else { args.edge.iter().map(|p| Some(p.as_path())).collect() };
     println!(
         "| runtime | store | conns | edge not-due GET req/s (p99 ms) | hello req/s (p99) | hello + 1 KV read req/s (p99) | edge / hello+KV: req/s, p99 | Redis commands per request: edge, hello+KV | new Redis connections per request: edge, hello+KV |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for &runtime in &args.runtime {
-        if runtime == Runtime::Spin && spin.is_none() {
-            eprintln!("edge-bench: no Spin CLI ($SPIN_BIN or ../shared/tools/spin/spin): real Spin skipped");
-            continue;
-        }
-        for &store in &args.store {
-            let dir = scratch.join(format!("{}-{}", runtime.name(), store.name()));
-            std::fs::create_dir_all(&dir)?;
-            let redis = if store == Store::Redis { redis.as_ref() } else { None };
-            if let Some(redis) = redis {
-                redis.cli(&["FLUSHALL"])?;
+    let mut n = 0;
+    for round in 1..=args.rounds {
+        for runtime in &args.runtime {
+            if runtime.is_spin() && spin.is_none() {
+                eprintln!("edge-bench: no Spin CLI ($SPIN_BIN or ../shared/tools/spin/spin): real Spin skipped");
+                continue;
             }
-            let edge = Host::start(runtime, spin.as_deref(), App::Edge(&emulator), redis, &dir.join("edge")).await?;
-            let hello = Host::start(runtime, spin.as_deref(), App::Hello, redis, &dir.join("hello")).await?;
-            measure(&args, runtime, store, &edge, &hello, &emulator, redis).await?;
-            edge.stop().await;
-            hello.stop().await;
+            for &store in &args.store {
+                for &edge_component in &edges {
+                    n += 1;
+                    let dir = scratch.join(n.to_string());
+                    std::fs::create_dir_all(&dir)?;
+                    let redis = if store == Store::Redis { redis } else { None };
+                    if let Some(redis) = redis {
+                        redis.cli(&["FLUSHALL"])?;
+                    }
+                    let launch = Launch { runtime, spin, shim: shim.as_deref(), redis };
+                    let edge = Host::start(&launch, App::Edge(emulator, edge_component), &dir.join("edge")).await?;
+                    let hello = Host::start(&launch, App::Hello, &dir.join("hello")).await?;
+                    let mut label = runtime.name();
+                    if let Some(component) = edge_component {
+                        label = format!("{label}, {}", component.display());
+                    }
+                    if args.rounds > 1 {
+                        label = format!("{label} (round {round})");
+                    }
+                    let measured = measure(args, &label, store, &edge, &hello, emulator, redis).await;
+                    edge.stop().await;
+                    hello.stop().await;
+                    measured?;
+                }
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     Ok(())
+}
+
+/// Builds benches/load/nodelay.c into `dir` with `cc`; returns the shared object's path.
+fn build_nodelay_shim(dir: &Path) -> Result<PathBuf> {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("nodelay.c");
+    let shim = dir.join("libnodelay.so");
+    let status = std::process::Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&shim)
+        .arg(&source)
+        .arg("-ldl")
+        .status()
+        .context("running cc to build the TCP_NODELAY shim (apt-get install -y gcc)")?;
+    if !status.success() {
+        bail!("cc failed to build {}", source.display());
+    }
+    Ok(shim)
 }
 
 /// One runtime and store: for each connection count, the edge's not-due GET on fresh solves
 /// (spread over as many ids as connections), hello, and hello with one KV read.
 async fn measure(
     args: &Args,
-    runtime: Runtime,
+    label: &str,
     store: Store,
     edge: &Host,
     hello: &Host,
@@ -154,7 +231,7 @@ async fn measure(
 
         for (what, report) in [("edge", &edge_report), ("hello", &hello_report), ("hello + KV", &kv_report)] {
             if report.non_2xx > 0 || report.socket_errors > 0 {
-                bail!("{what} on {}/{}: {report}", runtime.name(), store.name());
+                bail!("{what} on {label}/{}: {report}", store.name());
             }
         }
         if upstream > 0 {
@@ -166,8 +243,7 @@ async fn measure(
             _ => "-".to_owned(),
         };
         println!(
-            "| {} | {} | {connections} | {:.0} ({:.2}) | {:.0} ({:.2}) | {:.0} ({:.2}) | {:.2}x, {:.2}x | {} | {} |",
-            runtime.name(),
+            "| {label} | {} | {connections} | {:.0} ({:.2}) | {:.0} ({:.2}) | {:.0} ({:.2}) | {:.2}x, {:.2}x | {} | {} |",
             store.name(),
             edge_report.req_per_s,
             ms(&edge_report),
@@ -186,31 +262,40 @@ async fn measure(
 
 /// What a server serves.
 enum App<'a> {
-    /// The composed edge app (spin.toml), against this emulator.
-    Edge(&'a Emulator),
+    /// The composed edge app (spin.toml, or it with another `source`), against this emulator.
+    Edge(&'a Emulator, Option<&'a Path>),
     /// edge-hello (host-tests/edge-hello/spin.toml).
     Hello,
 }
 
-/// A server under test: `spin up` as a child process, or the bundled host in this process.
+/// How to start a server: the runtime and what it needs.
+struct Launch<'a> {
+    runtime: &'a Runtime,
+    spin: Option<&'a Path>,
+    /// The TCP_NODELAY shim, for `spin-nodelay`.
+    shim: Option<&'a Path>,
+    redis: Option<&'a Redis>,
+}
+
+/// A server under test: `spin up` or `captchaai-serve` as a child process (behind nginx for
+/// `spin-nginx`), or the bundled host in this process.
 struct Host {
     url: String,
     process: Option<tokio::process::Child>,
     server: Option<Server>,
+    nginx: Option<Nginx>,
 }
 
 impl Host {
-    async fn start(
-        runtime: Runtime,
-        spin: Option<&Path>,
-        app: App<'_>,
-        redis: Option<&Redis>,
-        state_dir: &Path,
-    ) -> Result<Host> {
+    async fn start(launch: &Launch<'_>, app: App<'_>, state_dir: &Path) -> Result<Host> {
         std::fs::create_dir_all(state_dir)?;
+        let redis = launch.redis;
         let (manifest, variables) = match app {
-            App::Edge(emulator) => (
-                root().join("spin.toml"),
+            App::Edge(emulator, component) => (
+                match component {
+                    Some(component) => manifest_with_source(&root().join("spin.toml"), component, state_dir)?,
+                    None => root().join("spin.toml"),
+                },
                 vec![
                     ("captchaai_key", KEY.to_owned()),
                     ("client_tokens", TOKEN.to_owned()),
@@ -220,27 +305,45 @@ impl Host {
             App::Hello => (root().join("host-tests/edge-hello/spin.toml"), Vec::new()),
         };
         let address = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-        let (process, server, url) = match runtime {
-            Runtime::Spin => {
-                let spin = spin.context("no Spin CLI")?;
-                let mut command = tokio::process::Command::new(spin);
-                command
-                    .args(["up", "--quiet", "--from"])
-                    .arg(&manifest)
-                    .args(["--listen", &address.to_string(), "--state-dir"])
-                    .arg(state_dir)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .kill_on_drop(true);
-                if let Some(redis) = redis {
-                    let config = state_dir.join("runtime-config.toml");
-                    std::fs::write(&config, redis.runtime_config())?;
-                    command.arg("--runtime-config-file").arg(config);
+        let child = |mut command: Command, what: &str| -> Result<tokio::process::Child> {
+            command
+                .args(["--listen", &address.to_string(), "--state-dir"])
+                .arg(state_dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true);
+            if let Some(redis) = redis {
+                let config = state_dir.join("runtime-config.toml");
+                std::fs::write(&config, redis.runtime_config())?;
+                command.arg("--runtime-config-file").arg(config);
+            }
+            for (name, value) in &variables {
+                command.env(format!("SPIN_VARIABLE_{}", name.to_uppercase()), value);
+            }
+            command.spawn().with_context(|| format!("starting {what}"))
+        };
+        let mut nginx = None;
+        let (process, server, url) = match launch.runtime {
+            Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh => {
+                let mut command = Command::new(launch.spin.context("no Spin CLI")?);
+                command.args(["up", "--quiet", "--from"]).arg(&manifest);
+                if *launch.runtime == Runtime::SpinNodelay {
+                    command.env("LD_PRELOAD", launch.shim.context("no TCP_NODELAY shim")?);
                 }
-                for (name, value) in &variables {
-                    command.env(format!("SPIN_VARIABLE_{}", name.to_uppercase()), value);
+                let process = child(command, "spin up")?;
+                let mut url = format!("http://{address}");
+                if matches!(launch.runtime, Runtime::SpinNginx | Runtime::SpinNginxFresh) {
+                    let keepalive = *launch.runtime == Runtime::SpinNginx;
+                    let proxy = Nginx::start(&address.to_string(), keepalive, &state_dir.join("nginx"))?;
+                    url = proxy.url.clone();
+                    nginx = Some(proxy);
                 }
-                (Some(command.spawn().context("starting spin up")?), None, format!("http://{address}"))
+                (Some(process), None, url)
+            }
+            Runtime::ServeBin(binary) => {
+                let mut command = Command::new(binary);
+                command.arg("--manifest").arg(&manifest).arg("--quiet-guest");
+                (Some(child(command, "captchaai-serve")?), None, format!("http://{address}"))
             }
             Runtime::Serve => {
                 let mut config = ServeConfig::new(PathBuf::new());
@@ -260,7 +363,7 @@ impl Host {
                 (None, Some(server), url)
             }
         };
-        let host = Host { url, process, server };
+        let host = Host { url, process, server, nginx };
         host.wait_until_serving().await?;
         Ok(host)
     }
@@ -278,12 +381,97 @@ impl Host {
     }
 
     async fn stop(self) {
+        drop(self.nginx);
         if let Some(mut process) = self.process {
             let _ = process.kill().await;
         }
         if let Some(server) = self.server {
             server.shutdown().await;
         }
+    }
+}
+
+/// A copy of `manifest` in `dir` whose component `source` is `component` (absolute).
+fn manifest_with_source(manifest: &Path, component: &Path, dir: &Path) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(manifest)?;
+    let component = std::fs::canonicalize(component).with_context(|| format!("{}", component.display()))?;
+    let mut replaced = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("source = ") {
+                replaced += 1;
+                format!("source = {:?}", component.display().to_string())
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    if replaced != 1 {
+        bail!("{} has {replaced} `source = ` lines, not one", manifest.display());
+    }
+    let path = dir.join("spin.toml");
+    std::fs::write(&path, lines.join("\n") + "\n")?;
+    Ok(path)
+}
+
+/// nginx in front of `backend` with deploy/nginx.conf: only its `listen`, upstream `server`
+/// and access log path are changed (and, unless `keepalive`, its upstream `keepalive` line
+/// removed). Stopped on drop.
+struct Nginx {
+    url: String,
+    child: std::process::Child,
+}
+
+impl Nginx {
+    fn start(backend: &str, keepalive: bool, dir: &Path) -> Result<Nginx> {
+        std::fs::create_dir_all(dir)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let shipped = std::fs::read_to_string(root().join("deploy/nginx.conf"))?;
+        let mut conf = shipped.clone();
+        let edits = [
+            ("listen 8080;".to_owned(), format!("listen 127.0.0.1:{port};")),
+            ("server 127.0.0.1:3000;".to_owned(), format!("server {backend};")),
+            ("/var/log/nginx/captchaai-edge.access.log".to_owned(), dir.join("access.log").display().to_string()),
+            (
+                "    keepalive 32;\n".to_owned(),
+                if keepalive { "    keepalive 32;\n".to_owned() } else { String::new() },
+            ),
+        ];
+        for (from, to) in edits {
+            if !conf.contains(&from) {
+                bail!("deploy/nginx.conf no longer contains {from:?}: update edge-bench");
+            }
+            conf = conf.replace(&from, &to);
+        }
+        std::fs::write(dir.join("edge.conf"), conf)?;
+        let d = dir.display();
+        std::fs::write(
+            dir.join("nginx.conf"),
+            format!(
+                "worker_processes 1;\nevents {{ worker_connections 1024; }}\nhttp {{\n    client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n    fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n    include {d}/edge.conf;\n}}\n"
+            ),
+        )?;
+        let child = std::process::Command::new("nginx")
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-g")
+            .arg(format!("daemon off; pid {d}/nginx.pid;"))
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting nginx (apt-get install -y nginx)")?;
+        Ok(Nginx { url: format!("http://127.0.0.1:{port}"), child })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -406,10 +594,34 @@ impl Drop for Redis {
 }
 
 impl Runtime {
-    fn name(self) -> &'static str {
+    fn parse(text: &str) -> Result<Runtime, String> {
+        Ok(match text {
+            "spin" => Runtime::Spin,
+            "spin-nodelay" => Runtime::SpinNodelay,
+            "spin-nginx" => Runtime::SpinNginx,
+            "spin-nginx-fresh" => Runtime::SpinNginxFresh,
+            "serve" => Runtime::Serve,
+            _ => match text.strip_prefix("serve-bin=") {
+                Some(path) if !path.is_empty() => Runtime::ServeBin(PathBuf::from(path)),
+                _ => {
+                    return Err("one of spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve, serve-bin=PATH".into());
+                }
+            },
+        })
+    }
+
+    fn is_spin(&self) -> bool {
+        matches!(self, Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh)
+    }
+
+    fn name(&self) -> String {
         match self {
-            Runtime::Spin => "Spin 4.1",
-            Runtime::Serve => "bundled host",
+            Runtime::Spin => "Spin 4.1".into(),
+            Runtime::SpinNodelay => "Spin 4.1 + TCP_NODELAY shim".into(),
+            Runtime::SpinNginx => "nginx (deploy/nginx.conf) + Spin 4.1".into(),
+            Runtime::SpinNginxFresh => "nginx (deploy/nginx.conf, no upstream keepalive) + Spin 4.1".into(),
+            Runtime::Serve => "bundled host".into(),
+            Runtime::ServeBin(path) => format!("captchaai-serve {}", path.display()),
         }
     }
 }
