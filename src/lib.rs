@@ -58,11 +58,11 @@
 //! `text` (helpers) · `codes` (the code table: classes, per-step actions, the `threadsinfo`
 //! verdict, backoff) · `outcome` · `error` · `registry` (the type table) · `image` · `config` ·
 //! `http` (key, requests, form and multipart bodies) · `reply` (classifying replies) · `answer` ·
-//! `task` · `state` (what a snapshot persists) · `snapshot` (the format) · `solve_times` (the
-//! adaptive model) · `solve` (the state machine) · `account` · `endpoint` (serving `in.php` and
-//! `res.php`); `component` (the WIT exports) and
-//! `pool` (its allocator) in the
-//! WebAssembly build only.
+//! `task` · `solve_times` (the adaptive model) · `state` (what a snapshot persists) · `snapshot`
+//! (the format) · `solve` (the state machine) · `account` · `endpoint` (serving `in.php` and
+//! `res.php`); `pool` (an allocator) and `component` (the WIT exports) in the WebAssembly build
+//! only. `scripts/check-imports.py` reads this order and fails on an import of a module listed
+//! later, or on a module left out.
 
 #![warn(missing_docs)]
 

@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use captchaai::{Clock, Config, EngineHost, FailureClass, Runner, RunnerOptions, SolveReport};
 use captchaai_emulator::{Emulator, EmulatorConfig, Fault, RecordedRequest};
+
+mod support;
 
 const SCALE: f64 = 100.0;
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -216,19 +217,25 @@ async fn zero_balance_waits_for_busy_threads_and_stops_on_a_dead_plan() {
     assert_eq!((failure.code.as_str(), failure.class), ("ERROR_ZERO_BALANCE", FailureClass::Permanent));
 
     emulator.occupy_threads(KEY, 2).unwrap();
+    let since = emulator.requests().last().map_or(0, |r| r.seq + 1);
     let solving = tokio::spawn({
         let (runner, config) = (runner.clone(), config.clone());
         async move { runner.solve(&task, KEY, &config).await.unwrap() }
     });
-    // Other clients hold every thread for ~20 s (virtual), then let go.
-    tokio::time::sleep(emulator.real_duration(20_000)).await;
+    // Other clients hold every thread until this solve has been refused for busy threads and
+    // has diagnosed it with threadsinfo (the emulator's log shows both), then let go.
+    let diagnosed = async || {
+        let requests = emulator.requests_since(since);
+        let refused = requests.iter().any(|r| r.reply_code.as_deref() == Some("ERROR_ZERO_BALANCE"));
+        let threadsinfo = requests.iter().any(|r| r.action.as_deref() == Some("threadsinfo"));
+        (refused && threadsinfo) || solving.is_finished()
+    };
+    support::wait::until("the solve to diagnose the busy threads", diagnosed).await;
+    assert!(!solving.is_finished(), "the solve waits while the threads are busy");
     emulator.release_threads(KEY, 2).unwrap();
     let report = solving.await.unwrap();
     solved(&report);
-    let requests = emulator.requests();
-    let threadsinfo = requests.iter().filter(|r| r.action.as_deref() == Some("threadsinfo")).count();
-    assert!(threadsinfo >= 2, "busy threads were diagnosed with threadsinfo ({threadsinfo} calls)");
-    check_log(&requests);
+    check_log(&emulator.requests());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,9 +263,14 @@ async fn a_trapped_instance_is_replaced_and_every_solve_continues() {
         let (runner, config, task) = (runner.clone(), config.clone(), task.clone());
         handles.push(tokio::spawn(async move { runner.solve(&task, KEY, &config).await }));
     }
-    // Let the solves get under way, then make the instance run out of memory: its next
-    // allocation that needs more memory traps.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Once every solve is under way (its task submitted: the emulator's log), make the instance
+    // run out of memory: its next allocation that needs more memory traps.
+    let submitted = async || {
+        let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+        submits == handles.len() || handles.iter().any(|h| h.is_finished())
+    };
+    support::wait::until("every solve to submit its task", submitted).await;
+    assert!(handles.iter().all(|h| !h.is_finished()), "the solves are still under way (10-20 s each)");
     runner.freeze_memory();
     let big = format!(
         r#"{{"type":"image","image":"{}"}}"#,

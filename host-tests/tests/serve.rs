@@ -333,20 +333,25 @@ async fn a_full_instance_pool_answers_503_and_on_demand_has_no_cap() {
     cfg.allocation = Allocation::Pooling { max_instances: 2, max_memory_bytes: 64 << 20 };
     let server = start(cfg).await;
     let http = Http::new(&server);
-    let replies = futures_util::future::join_all((0..3).map(|i| {
-        let http = http.clone();
-        async move {
-            // Let the two sleepers take both slots first.
-            if i == 2 {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            http.get("/sleep?ms=400").await
-        }
-    }))
-    .await;
-    let statuses: Vec<StatusCode> = replies.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, [StatusCode::OK, StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE]);
-    assert_eq!(replies[2].json()["code"], "busy");
+    // Two sleepers take both slots: each marks the store from its instance, and sleeps until
+    // the test lets it go.
+    let sleepers: Vec<_> = ["slot-a", "slot-b"]
+        .into_iter()
+        .map(|mark| {
+            let http = http.clone();
+            tokio::spawn(async move { http.get(&format!("/sleep?ms=10000&mark={mark}&until=release")).await })
+        })
+        .collect();
+    support::wait::until_stored(server.kv(), &["slot-a", "slot-b"]).await;
+    let third = http.get("/").await;
+    assert_eq!(third.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(third.json()["code"], "busy");
+    server.kv().set("release", b"1".to_vec()).await.unwrap();
+    for sleeper in sleepers {
+        let reply = sleeper.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK);
+        assert!(reply.json()["slept_ms"].as_u64().unwrap() < 10_000, "let go, not timed out");
+    }
     // Slots come back once requests finish.
     assert_eq!(http.get("/").await.status, StatusCode::OK);
     server.shutdown().await;
@@ -565,9 +570,10 @@ async fn cli_sigterm_is_graceful_and_sqlite_state_survives_a_new_process() {
     assert_eq!(http.get("/probe").await.json()["counter"], 1);
     let long = {
         let http = http.clone();
-        tokio::spawn(async move { http.get("/sleep?ms=8000").await })
+        tokio::spawn(async move { http.get("/sleep?ms=10000&mark=long").await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SIGTERM once the long request runs (it marked the store).
+    support::wait::until("the long request to run", async || http.get("/kv/long").await.json()["value"] == "1").await;
     let pid = child.id().expect("pid");
     // SIGTERM to the child this test spawned (by its pid).
     assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());

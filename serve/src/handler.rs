@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::Limits;
 use crate::net::{self, Phase};
-use crate::server::{App, new_store};
+use crate::state::{App, new_store};
 
 /// Most request headers (431 beyond).
 const MAX_HEADERS: usize = 100;

@@ -2,7 +2,7 @@
 //! Spin 4.1 implements) over the server's [`KvStore`]. The WIT functions are synchronous; the
 //! host side is async (the guest's fiber waits while SQLite or Redis answers).
 //!
-//! * `open(label)`: the labels of [`KvAccess`] as for `spin:key-value` (`access-denied` for a
+//! * `open(label)`: the labels of [`crate::state::KvAccess`] as for `spin:key-value` (`access-denied` for a
 //!   label the manifest does not list, `no-such-store` for anything but `default`).
 //! * `cas.new` reads the key's current value; `current()` returns that read; `swap` writes only
 //!   if the key still holds exactly those bytes (absent included) and answers `ok` if it wrote,
@@ -14,8 +14,7 @@
 use wasmtime::component::{HasData, Linker, Resource};
 
 use crate::kv::{KvError, KvStore};
-use crate::server::HostState;
-use crate::spin::{DEFAULT_STORE, KvAccess, MAX_OPEN_STORES};
+use crate::state::{HostState, MAX_OPEN_STORES, OpenRefused};
 
 mod generated {
     wasmtime::component::bindgen!({
@@ -72,20 +71,12 @@ impl HostState {
 
 impl store::Host for &mut HostState {
     async fn open(&mut self, identifier: String) -> Trappable<Result<Resource<Bucket>, store::Error>> {
-        let allowed = match &self.shared.kv_access {
-            KvAccess::DefaultOnly => identifier == DEFAULT_STORE,
-            KvAccess::Listed(labels) => {
-                if !labels.contains(&identifier) {
-                    return Ok(Err(store::Error::AccessDenied));
-                }
-                identifier == DEFAULT_STORE
-            }
-        };
-        if !allowed {
-            return Ok(Err(store::Error::NoSuchStore));
-        }
-        if self.open_stores >= MAX_OPEN_STORES {
-            return Ok(Err(store::Error::Other(format!("more than {MAX_OPEN_STORES} buckets open"))));
+        if let Err(refused) = self.may_open(&identifier) {
+            return Ok(Err(match refused {
+                OpenRefused::AccessDenied => store::Error::AccessDenied,
+                OpenRefused::NoSuchStore => store::Error::NoSuchStore,
+                OpenRefused::TableFull => store::Error::Other(format!("more than {MAX_OPEN_STORES} buckets open")),
+            }));
         }
         let handle = self.table.push(Bucket { kv: self.shared.kv.clone() })?;
         self.open_stores += 1;

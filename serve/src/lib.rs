@@ -43,6 +43,7 @@ mod net;
 pub mod outbound;
 mod server;
 mod spin;
+mod state;
 pub mod variables;
 
 pub use config::{Allocation, Limits, LoadStats, ServeConfig};

@@ -9,7 +9,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 
 use crate::config::Allocation;
-use crate::server::{HostState, Shared, new_store};
+use crate::state::{HostState, Shared, new_store};
 use crate::{keyvalue, spin};
 
 /// The wasmtime engine configuration: component model with async, and the allocator.

@@ -1,4 +1,5 @@
-//! A running [`Server`]: the loaded component, what requests share, start and graceful shutdown.
+//! A running [`Server`]: start (the component loaded, what requests share resolved) and graceful
+//! shutdown.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,83 +11,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use wasmtime::component::ResourceTable;
-use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::p3::bindings::ServicePre;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::config::{Allocation, Limits, LoadStats, ServeConfig};
+use crate::config::{Allocation, LoadStats, ServeConfig};
 use crate::handler::accept_loop;
 use crate::kv::KvStore;
 use crate::load::{load_blocking, probe};
 use crate::manifest::Manifest;
 use crate::net::Phase;
-use crate::outbound::{AllowedHosts, OutboundHooks};
-use crate::spin::{self, KvAccess};
-use crate::variables::{self, ComponentVariables, Redactor};
+use crate::outbound::AllowedHosts;
+use crate::state::{App, DEFAULT_STORE, KvAccess, Shared};
+use crate::variables::{self, ComponentVariables};
 
 /// How often the engine's epoch advances: a running guest yields to the scheduler this often and
 /// is checked against its deadline.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// What every request's store can see: resolved once at start.
-pub(crate) struct Shared {
-    pub(crate) variables: ComponentVariables,
-    pub(crate) kv: KvStore,
-    pub(crate) kv_access: KvAccess,
-    pub(crate) allowed: Arc<AllowedHosts>,
-    pub(crate) redactor: Redactor,
-    pub(crate) inherit_stdio: bool,
-}
-
-/// Per-request store data.
-pub(crate) struct HostState {
-    pub(crate) table: ResourceTable,
-    pub(crate) wasi: WasiCtx,
-    pub(crate) http: WasiHttpCtx,
-    pub(crate) hooks: OutboundHooks,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) open_stores: usize,
-}
-
-impl HostState {
-    fn new(shared: Arc<Shared>) -> HostState {
-        let mut wasi = WasiCtx::builder();
-        if shared.inherit_stdio {
-            wasi.inherit_stdout().inherit_stderr();
-        }
-        HostState {
-            table: ResourceTable::new(),
-            wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
-            hooks: OutboundHooks { allowed: shared.allowed.clone() },
-            shared,
-            open_stores: 0,
-        }
-    }
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
-
-impl WasiHttpView for HostState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.hooks }
-    }
-}
-
-/// The compiled component and everything requests share.
-pub(crate) struct App {
-    pub(crate) engine: wasmtime::Engine,
-    pub(crate) pre: ServicePre<HostState>,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) addr: SocketAddr,
-    pub(crate) limits: Limits,
-}
 
 /// A running server. Dropping it stops accepting connections (like [`Server::shutdown`] without
 /// waiting).
@@ -124,7 +62,7 @@ impl Server {
             Some(path) => {
                 let manifest = Manifest::load(path)?;
                 let resolved = manifest.resolve(cfg.component_name.as_deref(), &provided)?;
-                if let Some(label) = resolved.key_value_stores.iter().find(|l| *l != spin::DEFAULT_STORE) {
+                if let Some(label) = resolved.key_value_stores.iter().find(|l| *l != DEFAULT_STORE) {
                     bail!(
                         "[component.{}] key_value_stores lists {label:?}: this host only provides the `default` store",
                         resolved.id
@@ -223,9 +161,9 @@ impl Server {
     }
 
     /// Graceful shutdown: stops accepting and closes idle connections at once; requests in
-    /// flight may finish within [`Limits::shutdown_grace`], then those still waiting for their
-    /// response get a JSON 503 (`shutting_down`) and the rest are cut off. Returns when every
-    /// connection is closed.
+    /// flight may finish within [`crate::Limits::shutdown_grace`], then those still waiting for
+    /// their response get a JSON 503 (`shutting_down`) and the rest are cut off. Returns when
+    /// every connection is closed.
     pub async fn shutdown(self) {
         let grace = self.app.limits.shutdown_grace;
         self.shutdown_with(tokio::time::sleep(grace)).await;
@@ -282,17 +220,6 @@ fn spawn_epoch_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
             }
         })
         .expect("spawning the epoch thread");
-}
-
-/// A store for one request: interrupted (trapped) at the first epoch check after `deadline`,
-/// yielding to the scheduler at every tick before.
-pub(crate) fn new_store(engine: &wasmtime::Engine, shared: &Arc<Shared>, deadline: Instant) -> Store<HostState> {
-    let mut store = Store::new(engine, HostState::new(shared.clone()));
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) })
-    });
-    store
 }
 
 #[cfg(unix)]

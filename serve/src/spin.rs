@@ -5,7 +5,8 @@
 
 use wasmtime::component::{Accessor, FutureReader, HasData, Linker, Resource, StreamReader};
 
-use crate::server::HostState;
+use crate::kv::{KvError, KvStore};
+use crate::state::{HostState, OpenRefused};
 use crate::variables::VariableError;
 
 mod generated {
@@ -25,25 +26,9 @@ mod generated {
 use generated::spin::key_value::key_value;
 use generated::spin::variables::variables;
 
-/// The label of the only store this host provides.
-pub const DEFAULT_STORE: &str = "default";
-
-/// Most stores one instance may hold open at once (`store-table-full` beyond).
-pub const MAX_OPEN_STORES: usize = 64;
-
 /// An open `spin:key-value` store (always the `default` one).
 pub struct KvHandle {
     _private: (),
-}
-
-/// Which `open` labels a component may use.
-#[derive(Clone, Debug)]
-pub(crate) enum KvAccess {
-    /// No manifest: `default` opens, any other label is `no-such-store`.
-    DefaultOnly,
-    /// From the manifest's `key_value_stores`: labels not listed are `access-denied` (as in Spin,
-    /// checked first); listed labels other than `default` cannot occur (rejected at startup).
-    Listed(Vec<String>),
 }
 
 /// Marker for [`HasData`]: the spin interfaces see the whole [`HostState`].
@@ -86,7 +71,7 @@ impl key_value::HostStore for &mut HostState {
 }
 
 /// The shared data behind an open store handle (checks the handle belongs to this instance).
-fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<crate::kv::KvStore, key_value::Error> {
+fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<KvStore, key_value::Error> {
     accessor.with(|mut access| {
         let state: &mut HostState = access.get();
         match state.table.get(store) {
@@ -96,7 +81,7 @@ fn data<T>(accessor: &Accessor<T, Spin>, store: &Resource<KvHandle>) -> Result<c
     })
 }
 
-fn kv_error(e: crate::kv::KvError) -> key_value::Error {
+fn kv_error(e: KvError) -> key_value::Error {
     key_value::Error::Other(e.to_string())
 }
 
@@ -104,21 +89,11 @@ impl<T> key_value::HostStoreWithStore<T> for Spin {
     async fn open(accessor: &Accessor<T, Self>, label: String) -> Result<Resource<KvHandle>, key_value::Error> {
         accessor.with(|mut access| {
             let state: &mut HostState = access.get();
-            let allowed = match &state.shared.kv_access {
-                KvAccess::DefaultOnly => label == DEFAULT_STORE,
-                KvAccess::Listed(labels) => {
-                    if !labels.contains(&label) {
-                        return Err(key_value::Error::AccessDenied);
-                    }
-                    label == DEFAULT_STORE
-                }
-            };
-            if !allowed {
-                return Err(key_value::Error::NoSuchStore);
-            }
-            if state.open_stores >= MAX_OPEN_STORES {
-                return Err(key_value::Error::StoreTableFull);
-            }
+            state.may_open(&label).map_err(|refused| match refused {
+                OpenRefused::AccessDenied => key_value::Error::AccessDenied,
+                OpenRefused::NoSuchStore => key_value::Error::NoSuchStore,
+                OpenRefused::TableFull => key_value::Error::StoreTableFull,
+            })?;
             let handle = state.table.push(KvHandle { _private: () }).map_err(|_| key_value::Error::StoreTableFull)?;
             state.open_stores += 1;
             Ok(handle)

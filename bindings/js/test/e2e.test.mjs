@@ -179,7 +179,8 @@ test('a run aborted while queued for the budget is withdrawn and closed', { time
   const stop = new AbortController();
   const queued = s.start(recaptcha());
   const waiting = s.run(queued, { signal: stop.signal });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // Once the run has joined the budget's queue (the budget's own count shows it).
+  while (s.budget().queued === 0) await new Promise((resolve) => setTimeout(resolve, 0));
   assert.deepEqual(s.budget(), { capacity: 1, running: 1, queued: 1 });
   stop.abort(new Error('no longer needed'));
   await assert.rejects(waiting, /no longer needed/);

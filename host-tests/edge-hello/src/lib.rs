@@ -17,7 +17,7 @@
 //! | `GET /kv-exists/{key}` | `exists(key)` | `{"exists":bool}` |
 //! | `GET /kv-keys` | `get_keys().collect()` (sorted) | `{"keys":[…]}` |
 //! | `GET /fetch?url=U` | outbound `GET U` | `{"status":s,"body":"…"}` or `{"error":"<ErrorCode debug>"}` (502) |
-//! | `GET /sleep?ms=N` | `spin_sdk::time::sleep(N ms)` (capped at 10 s) | `{"slept_ms":…,"from_ms":…,"to_ms":…}` (wall clock, epoch ms) |
+//! | `GET /sleep?ms=N[&mark=K][&until=U]` | sets `K` in the default store (a test sees the request running), then `spin_sdk::time::sleep(N ms)` (capped at 10 s), ending early once `U` is in the store (looked up every 10 ms) | `{"slept_ms":…,"from_ms":…,"to_ms":…}` (wall clock, epoch ms) |
 //! | `POST /echo` | reads the whole body | `{"len":n,"fnv1a":"<hex>"}` |
 //! | `GET /big?n=N` | nothing | `N` bytes of `a` (capped at 16 MiB), `text/plain` |
 //! | `GET /probe?url=U&var=N&ms=M` | variable + KV counter + outbound GET + sleep, in one request | `{"var_len":…,"counter":…,"status":…,"slept_ms":…}` |
@@ -108,8 +108,16 @@ async fn handle(req: Request) -> anyhow::Result<impl IntoResponse> {
         }
         (&Method::GET, "/sleep") => {
             let ms = param("ms").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).min(10_000);
+            let (mark, until) = (param("mark"), param("until"));
+            let store = if mark.is_some() || until.is_some() { Some(Store::open_default().await?) } else { None };
+            if let (Some(store), Some(mark)) = (&store, mark) {
+                store.set(&mark, b"1").await?;
+            }
             let from_ms = epoch_ms();
-            let slept = sleep_ms(ms).await;
+            let slept = match (&store, until) {
+                (Some(store), Some(until)) => sleep_until_set(store, &until, ms).await?,
+                _ => sleep_ms(ms).await,
+            };
             let to_ms = epoch_ms();
             Ok(json(StatusCode::OK, serde_json::json!({ "slept_ms": slept, "from_ms": from_ms, "to_ms": to_ms })))
         }
@@ -196,6 +204,16 @@ async fn sleep_ms(ms: u64) -> u64 {
         spin_sdk::time::sleep(Duration::from_millis(ms)).await;
     }
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Sleeps until `key` is in `store` (looked up every 10 ms) or `ms` have passed; answers the
+/// measured milliseconds.
+async fn sleep_until_set(store: &Store, key: &str, ms: u64) -> anyhow::Result<u64> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(ms) && !store.exists(key).await? {
+        spin_sdk::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The wall clock in ms since the epoch (0 if it reads earlier).

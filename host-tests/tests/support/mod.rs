@@ -10,3 +10,4 @@ pub mod edge_client;
 pub mod openapi;
 pub mod redis;
 pub mod spin;
+pub mod wait;

@@ -97,6 +97,30 @@ impl RedisServer {
         assert!(status.success(), "kill {signal} redis-server");
     }
 
+    /// Starts recording every command the server receives, with the server's own time of
+    /// each (`MONITOR`); recording stops when the [`Monitor`] is dropped.
+    pub async fn monitor(&self) -> Monitor {
+        let mut child = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "MONITOR"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-cli MONITOR");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().unwrap();
+        let recorded = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                recorded.lock().unwrap().push(line);
+            }
+        });
+        let monitor = Monitor { child, lines };
+        // redis-cli prints OK once the server streams commands to it.
+        super::wait::until("redis-cli MONITOR to start", async || monitor.lines().iter().any(|l| l == "OK")).await;
+        monitor
+    }
+
     /// Kills the server and starts a fresh one (empty: no persistence) on the same port.
     pub fn restart(&mut self) {
         let _ = self.child.kill();
@@ -147,6 +171,36 @@ impl Drop for RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The commands a server received since [`RedisServer::monitor`], as `redis-cli MONITOR`
+/// prints them (`SECONDS.MICROS [DB ADDR] "COMMAND" "ARG" ...`, the time the server's).
+pub struct Monitor {
+    child: Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Monitor {
+    /// The lines printed so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The server's time (ms since the epoch) of the first command recorded that begins with
+    /// `command` (the command's name and its first arguments, e.g. `["INCRBY", key]`).
+    pub fn first(&self, command: &[&str]) -> Option<f64> {
+        let quoted: Vec<String> = command.iter().map(|word| format!("\"{word}\"")).collect();
+        let wanted = format!("] {}", quoted.join(" "));
+        let line = self.lines().into_iter().find(|l| l.contains(&wanted))?;
+        line.split(' ').next()?.parse::<f64>().ok().map(|s| s * 1000.0)
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
