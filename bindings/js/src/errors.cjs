@@ -52,6 +52,15 @@ class SolveTimesError extends Error {
   }
 }
 
+/** A call on a solve that has finished or was closed (`run` closes a solve when it ends): resume
+ * its last snapshot to continue it. */
+class SolveClosedError extends Error {
+  constructor() {
+    super('this solve has finished or was closed; resume its last snapshot to continue it');
+    this.name = 'SolveClosedError';
+  }
+}
+
 /** The solve-times error the engine returned, as a SolveTimesError. */
 function errorFromSolveTimes(error) {
   const kind = error.tag.replaceAll('-', '_');
@@ -140,6 +149,7 @@ module.exports = {
   UnsolvableError,
   SnapshotError,
   SolveTimesError,
+  SolveClosedError,
   EngineMisuseError,
   errorFromFailure,
   errorFromSolveTimes,

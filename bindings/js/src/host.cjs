@@ -5,7 +5,14 @@
 // the call retried once (as the Rust driver does). jco 1.12 does not poison a trapped instance,
 // so the host treats every trap as fatal for that instance itself.
 const { engineResult, instantiateComponent, isEngineResultError } = require('./engine.cjs');
-const { errorFromFailure, errorFromMisuse, errorFromRestore, errorFromSolveTimes, SolveTimesError } = require('./errors.cjs');
+const {
+  errorFromFailure,
+  errorFromMisuse,
+  errorFromRestore,
+  errorFromSolveTimes,
+  SolveClosedError,
+  SolveTimesError,
+} = require('./errors.cjs');
 
 /** A solve inside a host: its handle in the current instance and what restores it. */
 class Slot {
@@ -197,7 +204,7 @@ class EngineHost {
   }
 
   #live(slot) {
-    if (!this.#slots.has(slot)) throw new Error('this solve has finished or was closed');
+    if (!this.#slots.has(slot)) throw new SolveClosedError();
   }
 
   #dispose(handle) {

@@ -3,14 +3,27 @@
 // what a reply means and when to stop all come from the engine.
 const { Solution, toTaskJson, toWitConfig } = require('./convert.cjs');
 const { engineResult } = require('./engine.cjs');
-const { EngineMisuseError, errorFromFailure } = require('./errors.cjs');
+const { EngineMisuseError, SolveClosedError, errorFromFailure } = require('./errors.cjs');
 const { ThreadBudget } = require('./gate.cjs');
 const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
 
+/** Refuses keys of `options` that are not in `known` (a misspelt option must not be ignored). */
+function checkKeys(options, known, what) {
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new TypeError(`unknown ${what} ${JSON.stringify(name)} (known: ${known.join(', ')})`);
+    }
+  }
+}
+
+const SOLVER_OPTIONS = ['fetch', 'threads', 'timeScale', 'solveTimes'];
+const RUN_OPTIONS = ['onCheckpoint', 'signal'];
+
 /** `run`'s options, checked before anything is sent (a bad one must not orphan a paid task). */
 function runOptions(options) {
   if (options === null || typeof options !== 'object') throw new TypeError('run options must be an object');
+  checkKeys(options, RUN_OPTIONS, 'run option');
   const { onCheckpoint, signal } = options;
   if (onCheckpoint !== undefined && typeof onCheckpoint !== 'function') {
     throw new TypeError('options.onCheckpoint must be a function');
@@ -91,6 +104,8 @@ class Solver {
   #clock;
   #host = new EngineHost();
   #budget = null;
+  /** The plan's budget while its `threadsinfo` is in flight. */
+  #planBudget = null;
   /** Slots a run is driving (a solve is driven by one run at a time). */
   #running = new WeakSet();
 
@@ -98,12 +113,17 @@ class Solver {
    * @param {string} apiKey the CaptchaAI key (kept inside; never in errors, snapshots or inspect output)
    * @param {object} [config] `{baseUrl, requestTimeoutMs, deadlineMs, initialWaitMs, pollIntervalMs,
    *   maxSubmitRetries, maxPollErrors, unsolvableRetries, jitterSeed, maxJitterMs}`
-   * @param {object} [options] `{fetch, threads, timeScale}`: a fetch implementation (default
-   *   globalThis.fetch), at most `threads` solves in flight at once (default: no limit), and a
-   *   clock running `timeScale` times faster than real time (tests against the emulator only)
+   * @param {object} [options] `{fetch, threads, timeScale, solveTimes}`: a fetch implementation
+   *   (default globalThis.fetch), at most `threads` solves in flight at once (default: the plan's
+   *   threads, read with one `threadsinfo` request before the first solve), a clock running
+   *   `timeScale` times faster than real time (0.01 to 10000; tests against the emulator only),
+   *   and saved solve-times models; an unknown option is a TypeError
    */
-  constructor(apiKey, config = {}, { fetch = globalThis.fetch, threads, timeScale = 1, solveTimes } = {}) {
+  constructor(apiKey, config = {}, options = {}) {
     if (typeof apiKey !== 'string') throw new TypeError('apiKey must be a string');
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    checkKeys(options, SOLVER_OPTIONS, 'solver option');
+    const { fetch = globalThis.fetch, threads, timeScale = 1, solveTimes } = options;
     if (typeof fetch !== 'function') throw new TypeError('options.fetch must be a fetch function');
     this.#key = apiKey;
     this.#witConfig = toWitConfig(config);
@@ -127,12 +147,30 @@ class Solver {
   async solve(task, options = {}) {
     const checked = runOptions(options);
     this.start(task).close();
-    const ticket = this.#budget ? await this.#budget.enter(checked.signal) : null;
+    const budget = await this.#threadBudget();
+    const ticket = await budget.enter(checked.signal);
     try {
-      return await this.#drive(this.start(task), checked, null);
+      return await this.#drive(this.start(task), checked, false);
     } finally {
-      if (ticket !== null) this.#budget.leave(ticket);
+      budget.leave(ticket);
     }
+  }
+
+  /**
+   * The thread budget: `threads`', else the plan's threads, read with one `threadsinfo` request
+   * the first time (every solve waiting for it shares it; a failed one fails those solves before
+   * anything is sent, and the next solve asks again).
+   */
+  async #threadBudget() {
+    if (this.#budget) return this.#budget;
+    this.#planBudget ??= this.threadsInfo().then(
+      (info) => (this.#budget = new ThreadBudget(info.threads)),
+      (error) => {
+        this.#planBudget = null;
+        throw error;
+      },
+    );
+    return this.#planBudget;
   }
 
   /** Validates `task` in the engine and creates its solve; nothing is sent until `run`. */
@@ -155,22 +193,27 @@ class Solver {
    * `signal` aborts the run (the solve is closed; resume from the last checkpoint).
    */
   async run(pending, options = {}) {
-    return this.#drive(pending, runOptions(options), this.#budget);
+    return this.#drive(pending, runOptions(options), true);
   }
 
   /**
-   * Drives `pending` to its end, first taking a thread of `budget` (null: the caller holds one);
-   * closes it when done, also when stopped while it waits for the thread.
+   * Drives `pending` to its end, first taking a thread of the budget if `takeThread` (else the
+   * caller holds one); closes it when done, also when stopped while it waits for the thread.
    */
-  async #drive(pending, { onCheckpoint, signal }, budget) {
+  async #drive(pending, { onCheckpoint, signal }, takeThread) {
     const slot = PendingSolve.slotOf(pending, this.#host);
+    if (!this.#host.isOpen(slot)) throw new SolveClosedError();
     if (this.#running.has(slot)) throw new Error('this solve is already being run');
     this.#running.add(slot);
     const host = this.#host;
     const clock = this.#clock;
+    let budget = null;
     let ticket = null;
     try {
-      if (budget) ticket = await budget.enter(signal);
+      if (takeThread) {
+        budget = await this.#threadBudget();
+        ticket = await budget.enter(signal);
+      }
       let output;
       try {
         output = host.pollOutput(slot, BigInt(clock.nowMs()));
@@ -229,7 +272,7 @@ class Solver {
     return this.#host.firstWaits();
   }
 
-  /** `{capacity, running, queued}` of the thread budget, or null without one. */
+  /** `{capacity, running, queued}` of the thread budget; null until the plan's threads are read. */
   budget() {
     return this.#budget?.stats() ?? null;
   }

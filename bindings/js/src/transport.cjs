@@ -3,6 +3,10 @@
 // sender that posts a request exactly as the engine gave it and returns what came back as the
 // WIT `reply` (`{tag: 'ok', val: {status, body}}` or `{tag: 'err', val: transport error}`).
 
+/** The clock's scale range: the CLI's `--time-scale` and the emulator's. */
+const MIN_SCALE = 0.01;
+const MAX_SCALE = 10_000;
+
 /** Epoch milliseconds from a monotonic source, optionally running `scale` times faster. */
 class Clock {
   #startMs;
@@ -10,8 +14,11 @@ class Clock {
   #scale;
 
   constructor(scale = 1) {
-    if (typeof scale !== 'number' || !(scale > 0) || !Number.isFinite(scale)) {
-      throw new TypeError(`timeScale must be a positive number (got ${scale})`);
+    if (typeof scale !== 'number' || Number.isNaN(scale)) {
+      throw new TypeError(`timeScale must be a number (got ${String(scale)})`);
+    }
+    if (!(scale >= MIN_SCALE && scale <= MAX_SCALE)) {
+      throw new RangeError(`timeScale must be from ${MIN_SCALE} to ${MAX_SCALE} (got ${scale})`);
     }
     this.#scale = scale;
     this.#startPerf = performance.now();

@@ -192,6 +192,14 @@ def test_bad_input_gets_typed_errors():
         assert caught.value.code == "INVALID_TASK"
 
 
+def test_a_clock_scale_is_from_0_01_to_10000_like_the_clis():
+    for scale in (0.01, 1, 50.0, 10_000):
+        assert Clock(scale).scale == scale
+    for scale in (0, 0.001, -1, 10_001, 1e300, float("inf"), float("nan"), True, "10"):
+        with pytest.raises(ValueError, match="from 0.01 to 10000"):
+            Clock(scale)
+
+
 def test_a_malformed_key_is_refused_without_echoing_it():
     key = "short-KEY-abc"
     with Solver(key) as solver:

@@ -10,12 +10,13 @@ warning saying why. ``CAPTCHAAI_ENGINE_PUBLIC_API=1`` picks the public layer on 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, TextIO, Tuple
 
 import wasmtime
 from wasmtime.component import Component, Linker
@@ -60,15 +61,18 @@ FUNCTIONS = {
         "parse-balance",
         "[static]thread-gate.create",
         "[method]thread-gate.capacity",
+        "[method]thread-gate.enter",
+        "[method]thread-gate.leave",
     ),
 }
 
 PACKAGED_WASM = Path(__file__).with_name("captchaai_engine.wasm")
 
 #: The wasmtime-py major versions whose private C bindings ``_wit`` is tested with in CI
-#: (bindings/python/test.sh runs the suite on 49.0.0 and 50.0.1). Any other version runs on the
-#: public component API.
-FAST_PATH_WASMTIME = (49, 50)
+#: (bindings/python/test.sh runs the suite on 51.0.0, 50.0.1 and 49.0.0; pyproject.toml allows
+#: nothing newer, so a plain install takes this path). Any other version runs on the public
+#: component API.
+FAST_PATH_WASMTIME = (49, 50, 51)
 #: Set to ``1`` (or ``true``/``yes``) to use the public component API on any wasmtime version.
 PUBLIC_API_ENV = "CAPTCHAAI_ENGINE_PUBLIC_API"
 
@@ -76,6 +80,21 @@ PUBLIC_API_ENV = "CAPTCHAAI_ENGINE_PUBLIC_API"
 class CallPathWarning(RuntimeWarning):
     """The engine runs on wasmtime-py's public component API (same results, slower calls)
     because the installed wasmtime is not one the fast path is tested with."""
+
+
+def warn_on_stderr(message: str, category: type[Warning], stacklevel: int) -> None:
+    """A warning through the warnings module (its filters apply: ``-W ignore::...`` silences it)
+    that is always shown on stderr, never on stdout: some frameworks (Airflow) send warnings
+    into their logging on stdout, where one would mix with a command's output, e.g.
+    ``airflow pools set captchaai $(python -c '...plan_threads()...')``."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        warnings.warn(message, category, stacklevel=stacklevel)
 
 
 def wasmtime_version() -> str:
@@ -127,8 +146,8 @@ def call_layer() -> ModuleType:
                     from . import _public as layer
 
                     if not os.environ.get(PUBLIC_API_ENV):
-                        warnings.warn(f"{reason}; using wasmtime-py's public component API instead (same results, "
-                                      "slower calls)", CallPathWarning, stacklevel=4)
+                        warn_on_stderr(f"{reason}; using wasmtime-py's public component API instead (same "
+                                       "results, slower calls)", CallPathWarning, stacklevel=5)
                 _layer, _layer_name = layer, name
     return _layer
 

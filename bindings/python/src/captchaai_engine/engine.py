@@ -8,7 +8,7 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Tuple, Union
 
 from . import _component
 from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
@@ -100,6 +100,20 @@ class SolveTimes:
 
     def __repr__(self) -> str:
         return f"SolveTimes(task_type={self.task_type!r})"
+
+
+class ThreadGate:
+    """The engine's thread gate inside an :class:`Engine` (a WIT ``thread-gate`` resource): it
+    decides which solves may start."""
+
+    __slots__ = ("_resource", "_engine")
+
+    def __init__(self, engine: "Engine", resource: Any) -> None:
+        self._engine = engine
+        self._resource = resource
+
+    def __repr__(self) -> str:
+        return "ThreadGate()"
 
 
 class Engine:
@@ -317,6 +331,35 @@ class Engine:
             return self._call("[method]thread-gate.capacity", value)
         finally:
             self._instance.drop(value)
+
+    # -- thread gate (the solvers' thread budget) ------------------------------------------------
+
+    def thread_gate(self, plan_threads: int, reserve: int = 0) -> Union[ThreadGate, Failure]:
+        """The engine's thread gate for a plan of ``plan_threads`` keeping ``reserve`` spare: it
+        admits at most ``plan_threads - reserve`` solves at once, the rest in arrival order; a
+        failure when the reserve leaves no thread."""
+        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
+        return _failure(value) if tag == "err" else ThreadGate(self, value)
+
+    def gate_capacity(self, gate: ThreadGate) -> int:
+        """How many solves ``gate`` admits at once."""
+        return self._call("[method]thread-gate.capacity", self._own_gate(gate))
+
+    def gate_enter(self, gate: ThreadGate) -> Tuple[int, bool]:
+        """Asks ``gate`` to start a solve: its ticket, and whether it may start now (else it is
+        queued until a :meth:`gate_leave` admits it)."""
+        ticket, (admission, _ahead) = self._call("[method]thread-gate.enter", self._own_gate(gate))
+        return ticket, admission == "admitted"
+
+    def gate_leave(self, gate: ThreadGate, ticket: int) -> Optional[List[int]]:
+        """Ends an admitted ticket's solve or withdraws a queued one: the tickets admitted as a
+        result (None if the gate does not hold ``ticket``)."""
+        return self._call("[method]thread-gate.leave", self._own_gate(gate), ticket)
+
+    def _own_gate(self, gate: ThreadGate) -> Any:
+        if not isinstance(gate, ThreadGate) or gate._engine is not self:
+            raise ValueError("this thread gate belongs to another Engine")
+        return gate._resource
 
     def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())

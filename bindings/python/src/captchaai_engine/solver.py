@@ -13,10 +13,11 @@ the first poll moves toward when that type's answers arrive (the table applies u
 of the type). ``solver.solve_times()`` gives the models' text forms to save; a later solver
 continues from them with ``solve_times=``.
 
-Thread budget: ``threads=n`` lets at most ``n`` solves of one solver be in flight at once (a
-semaphore; the others wait in ``run``). ``threads=None`` (the default) sets no local cap: the
-engine already waits and retries when CaptchaAI reports every thread busy. To size the gate to
-the plan, pass ``threads=solver.threads_info().threads`` (one ``threadsinfo`` request).
+Thread budget: at most ``threads`` solves of one solver are in flight at once; the others wait,
+in arrival order, before their solve is created (so their deadline does not run while they
+wait). The engine's thread gate decides who starts. ``threads=None`` (the default) is the plan's
+threads, read with one ``threadsinfo`` request before the first solve: more solves at once than
+the plan has threads would only wait on CaptchaAI's busy answers until their deadlines.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, Mapping, Optional, Union
 
 import httpx
 
+from ._budget import ThreadBudget
 from ._http import PooledTransport
 from .engine import Engine, Failed, Output, Send, SolveHandle, Solved, SolveTimes
 from .errors import EngineMisuse, EngineTrap, Failure, SolveTimesError
@@ -41,11 +43,16 @@ Checkpoint = Callable[[str], Any]
 class Clock:
     """The time given to the engine: epoch milliseconds, from a monotonic clock so it never goes
     backwards. ``scale`` > 1 runs it that many times faster than real time (for tests against
-    the emulator started with the same ``--time-scale``)."""
+    the emulator started with the same ``--time-scale``): 0.01 to 10000, as the CLI's."""
+
+    MIN_SCALE = 0.01
+    MAX_SCALE = 10_000.0
 
     def __init__(self, scale: float = 1.0) -> None:
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale > 0:
-            raise ValueError(f"a clock scale must be a positive number (got {scale!r})")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not (
+                self.MIN_SCALE <= scale <= self.MAX_SCALE):
+            raise ValueError(f"a clock scale must be a number from {self.MIN_SCALE} to {self.MAX_SCALE:g} "
+                             f"(got {scale!r})")
         self.scale = float(scale)
         self._start_ms = int(time.time() * 1000)
         self._start = time.monotonic()
@@ -307,6 +314,8 @@ class _Base:
             raise TypeError("clock must be a captchaai_engine.Clock")
         self._core = _Core(api_key, config, clock or Clock(), solve_times)
         self.threads = threads
+        # The budget for ``threads``; made from the plan's threads on the first solve when None.
+        self._budget: Optional[ThreadBudget] = ThreadBudget(threads) if threads is not None else None
 
     def solve_times(self) -> Dict[str, str]:
         """The learned solve-times models, by captcha type, as text (versioned JSON, no key or
@@ -361,7 +370,7 @@ class Solver(_Base):
         super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
-        self._gate = threading.BoundedSemaphore(threads) if threads else None
+        self._budget_lock = threading.Lock()
 
     def close(self) -> None:
         """Closes the HTTP client if the solver made it."""
@@ -379,7 +388,7 @@ class Solver(_Base):
         The solve is created once ``threads`` admits it, so its deadline does not run while it
         waits (a task the engine refuses raises at once)."""
         self._core.check(task)
-        with self._gate if self._gate is not None else contextlib.nullcontext():
+        with self._thread():
             return self._drive(self.start(task), None)
 
     def start(self, task: TaskLike) -> PendingSolve:
@@ -398,8 +407,22 @@ class Solver(_Base):
         _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
-        with self._gate if self._gate is not None else contextlib.nullcontext():
+        with self._thread():
             return self._drive(pending, on_checkpoint)
+
+    @contextlib.contextmanager
+    def _thread(self) -> Iterator[None]:
+        """Holds one thread of the budget (made from the plan's threads the first time, when
+        ``threads`` is None: a failed ``threadsinfo`` raises its error before anything is sent)."""
+        with self._budget_lock:
+            if self._budget is None:
+                self._budget = ThreadBudget(self.threads_info().threads)
+            budget = self._budget
+        ticket = budget.enter()
+        try:
+            yield
+        finally:
+            budget.leave(ticket)
 
     def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
@@ -460,7 +483,7 @@ class AsyncSolver(_Base):
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(
             transport=PooledTransport(max_idle=HTTP_CONNECTIONS))
-        self._gate = asyncio.Semaphore(threads) if threads else None
+        self._budget_lock = asyncio.Lock()
         # At most HTTP_CONNECTIONS requests are handed to the client at once; the rest wait here,
         # before their timeout starts (see HTTP_CONNECTIONS).
         self._http_gate = asyncio.Semaphore(HTTP_CONNECTIONS)
@@ -482,7 +505,7 @@ class AsyncSolver(_Base):
         """Solves ``task``; raises a CaptchaAIError subclass on failure. Created once ``threads``
         admits it, as :meth:`Solver.solve` is."""
         self._core.check(task)
-        async with self._gate if self._gate is not None else _null_async():
+        async with self._thread():
             return await self._drive(await self.start(task), None)
 
     async def start(self, task: TaskLike) -> PendingSolve:
@@ -500,8 +523,22 @@ class AsyncSolver(_Base):
         _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
-        async with self._gate if self._gate is not None else _null_async():
+        async with self._thread():
             return await self._drive(pending, on_checkpoint)
+
+    @contextlib.asynccontextmanager
+    async def _thread(self) -> AsyncIterator[None]:
+        """Holds one thread of the budget, as :meth:`Solver._thread` does."""
+        if self._budget is None:
+            async with self._budget_lock:
+                if self._budget is None:
+                    self._budget = ThreadBudget((await self.threads_info()).threads)
+        budget = self._budget
+        ticket = await budget.enter_async()
+        try:
+            yield
+        finally:
+            budget.leave(ticket)
 
     async def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
@@ -554,7 +591,3 @@ class AsyncSolver(_Base):
                 return _transport_kind(error)
         return Response.from_bytes(reply.status_code, reply.content)
 
-
-@contextlib.asynccontextmanager
-async def _null_async() -> Any:
-    yield

@@ -60,7 +60,8 @@ class CaptchaAIResource(dg.ConfigurableResource):
     """CaptchaAI through the engine. ``api_key``: the 32-character key (use ``dg.EnvVar``);
     ``base_url``, ``deadline_ms``, ``request_timeout_ms``, ``unsolvable_retries``: the
     :class:`~captchaai_engine.Config` fields of the same names (None: the engine's defaults);
-    ``threads``: most solves in flight at once within one step (None: no local cap);
+    ``threads``: most solves in flight at once within one step (None: the plan's threads, read
+    with one ``threadsinfo`` request at the step's first solve);
     ``time_scale``: only for tests against an emulator started with the same ``--time-scale``."""
 
     api_key: str

@@ -84,7 +84,8 @@ def _api_key(api_key: Optional[str], secret_block: str) -> str:
 
 
 def _solver(api_key: Optional[str], secret_block: str, config: Optional[Config], time_scale: float) -> Solver:
-    return Solver(_api_key(api_key, secret_block), config, clock=clock_for(time_scale))
+    """A solver for one solve (its slot of the global concurrency limit is the thread budget)."""
+    return Solver(_api_key(api_key, secret_block), config, threads=1, clock=clock_for(time_scale))
 
 
 def _say(message: str) -> None:
