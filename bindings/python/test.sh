@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs bindings/python into venvs under target/ and runs its tests on each call layer and
-# wasmtime-py version the package supports (and the overhead bench with BENCH=1):
+# wasmtime-py version the package supports, after its lints (ruff, mypy --strict), and the overhead
+# bench with BENCH=1:
 #
 #   wasmtime 51.0.0, fast layer (_wit.py)         every test            target/venv-python
 #   wasmtime 51.0.0, public API (forced by env)   every test            target/venv-python
@@ -58,6 +59,11 @@ run_pytest() {
 }
 
 make_venv "$venv" "$WASMTIME_MAIN"
+# The lints (settings in pyproject.toml): ruff over the package, its tests, benches and examples;
+# mypy --strict over the package, on the newest wasmtime-py's types.
+echo "bindings/python: ruff check, mypy --strict"
+(cd "$here" && "$venv/bin/ruff" check --cache-dir "$root/target/ruff-cache" . \
+    && "$venv/bin/mypy" --cache-dir "$root/target/mypy-cache")
 # tests/conftest.py leaves out tests/integrations: integrations.sh runs them in their own venvs.
 run_pytest "$venv" fast "wasmtime $WASMTIME_MAIN, fast layer" -v "$@"
 if [[ "${QUICK:-0}" != "1" ]]; then

@@ -1,6 +1,7 @@
 // The hand-written declarations (src/index.d.ts) type-check a usage example under strict mode,
 // including lines that must be refused (@ts-expect-error): with the package's own tsconfig, and
-// as a user's new project compiles them (no lib for disposables, no @types/node).
+// as a user's new project compiles them (no lib for disposables, no @types/node). And they are
+// checked against the implementation: the sources' JSDoc types, checked under strict too.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -19,6 +20,10 @@ function compile(args, cwd) {
 
 test('src/index.d.ts type-checks test/types/usage.ts (tsc --strict)', { timeout: 120_000 }, () => {
   compile(['-p', fileURLToPath(new URL('types/tsconfig.json', import.meta.url))]);
+});
+
+test('the sources\' JSDoc types check under strict, and src/index.d.ts matches them (tsconfig.check.json)', { timeout: 120_000 }, () => {
+  compile(['-p', join(packageRoot, 'tsconfig.check.json')]);
 });
 
 test('the declarations compile in a new project: `strict` and TypeScript\'s defaults, and `tsc --init`', { timeout: 120_000 }, (t) => {

@@ -158,7 +158,7 @@ def test_the_thread_budget_gate_serializes_sync_solves(emulator):
             t.join(timeout=60)
     assert len(spans) == 3
     ordered = sorted(spans.values())
-    for (_, end), (start, _) in zip(ordered, ordered[1:]):
+    for (_, end), (start, _) in zip(ordered, ordered[1:], strict=False):
         assert end < start, f"two solves were in flight at once: {ordered}"
 
 

@@ -224,7 +224,8 @@ def test_host_misuse_is_its_own_error():
     assert engine.poll_output(handle, 1_200) == output
 
 
-@pytest.mark.parametrize("snapshot,kind", [("not json", "malformed"), ('{"a":1}', "foreign"), ('{"format":', "truncated")])
+@pytest.mark.parametrize("snapshot,kind",
+                         [("not json", "malformed"), ('{"a":1}', "foreign"), ('{"format":', "truncated")])
 def test_unusable_snapshots_raise_snapshot_error(snapshot, kind):
     with Solver(KEY) as solver:
         with pytest.raises(SnapshotError) as caught:

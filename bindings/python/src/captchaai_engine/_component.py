@@ -13,10 +13,11 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, Optional, TextIO, Tuple
+from typing import Any, TextIO
 
 import wasmtime
 from wasmtime.component import Component, Linker
@@ -105,12 +106,12 @@ def wasmtime_version() -> str:
         return "unknown"
 
 
-def _major(version: str) -> Optional[int]:
+def _major(version: str) -> int | None:
     head = version.split(".", 1)[0]
     return int(head) if head.isdigit() else None
 
 
-def choose_call_layer(version: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
+def choose_call_layer(version: str | None = None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Which layer calls the engine, and why: ``("fast", reason)`` or ``("public", reason)``."""
     version = wasmtime_version() if version is None else version
     env = os.environ if env is None else env
@@ -123,7 +124,7 @@ def choose_call_layer(version: Optional[str] = None, env: Optional[Dict[str, str
     return "fast", f"wasmtime {version}"
 
 
-_layer: Optional[ModuleType] = None
+_layer: ModuleType | None = None
 _layer_name = ""
 _layer_lock = threading.Lock()
 
@@ -137,13 +138,18 @@ def call_layer() -> ModuleType:
         with _layer_lock:
             if _layer is None:
                 name, reason = choose_call_layer()
+                layer: ModuleType
                 if name == "fast":
                     try:
-                        from . import _wit as layer
+                        from . import _wit
+
+                        layer = _wit
                     except (ImportError, AttributeError) as error:  # the private bindings moved
                         name, reason = "public", f"{reason}: its private bindings did not load ({error})"
                 if name == "public":
-                    from . import _public as layer
+                    from . import _public
+
+                    layer = _public
 
                     if not os.environ.get(PUBLIC_API_ENV):
                         warn_on_stderr(f"{reason}; using wasmtime-py's public component API instead (same "
@@ -183,7 +189,7 @@ class Loaded:
         self.engine = wasmtime.Engine()
         self.component = Component.from_file(self.engine, str(path))
         self.linker = Linker(self.engine)
-        self.exports: Dict[str, Any] = {}
+        self.exports: dict[str, Any] = {}
         for interface, names in FUNCTIONS.items():
             iface = self.component.get_export_index(interface)
             if iface is None:
@@ -194,10 +200,10 @@ class Loaded:
                     raise RuntimeError(f"{path} does not export {interface}#{name}")
                 self.exports[name] = index
         self.layer = call_layer()
-        self.signatures: Dict[str, Any] = {}
+        self.signatures: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def instantiate(self, layer: Optional[ModuleType] = None) -> "Instance":
+    def instantiate(self, layer: ModuleType | None = None) -> Instance:
         """A new instance in its own Store, calling through ``layer`` (default: the process's)."""
         store = wasmtime.Store(self.engine)
         instance = self.linker.instantiate(store, self.component)
@@ -222,7 +228,7 @@ class Instance:
     """One instance of the component in its own Store. Not thread-safe: callers serialize. A trap
     leaves it unusable: that call and every later one raise :class:`EngineTrap`."""
 
-    def __init__(self, store: wasmtime.Store, funcs: Dict[str, Tuple[Any, Any]], call: Any) -> None:
+    def __init__(self, store: wasmtime.Store, funcs: dict[str, tuple[Any, Any]], call: Any) -> None:
         self.store = store
         self._funcs = funcs
         self._call = call
@@ -248,7 +254,7 @@ class Instance:
             self.trapped = True
 
 
-_loaded: Optional[Loaded] = None
+_loaded: Loaded | None = None
 _load_lock = threading.Lock()
 
 
@@ -262,7 +268,7 @@ def load() -> Loaded:
     return _loaded
 
 
-_shared: Optional[Instance] = None
+_shared: Instance | None = None
 _shared_lock = threading.Lock()
 
 

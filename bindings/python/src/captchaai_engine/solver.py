@@ -26,18 +26,20 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, Mapping, Optional, Union
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
 from ._budget import ThreadBudget
 from ._http import PooledTransport
-from .engine import Engine, Failed, Output, Send, SolveHandle, Solved, SolveTimes
+from .engine import Engine, Failed, Output, Send, Solved, SolveHandle, SolveTimes
 from .errors import EngineMisuse, EngineTrap, Failure, SolveTimesError
 from .tasks import TaskLike, task_type
 from .types import Config, Request, Response, Solution, ThreadsInfo, TransportErrorKind
 
 Checkpoint = Callable[[str], Any]
+T = TypeVar("T")
 
 
 class Clock:
@@ -76,13 +78,13 @@ class PendingSolve:
 
     __slots__ = ("_core", "_handle", "_engine", "_base", "_state", "_outcome", "task_type", "__weakref__")
 
-    def __init__(self, core: "_Core", engine: Engine, handle: SolveHandle) -> None:
+    def __init__(self, core: _Core, engine: Engine, handle: SolveHandle) -> None:
         self._core = core
         self._engine = engine
-        self._handle: Optional[SolveHandle] = handle
+        self._handle: SolveHandle | None = handle
         self._base = engine.snapshot_base(handle)
         self._state = engine.snapshot_state(handle)
-        self._outcome: Union[None, Solution, Failure] = None
+        self._outcome: None | Solution | Failure = None
         self.task_type = handle.task_type
 
     def __repr__(self) -> str:
@@ -96,7 +98,7 @@ class PendingSolve:
         return self._outcome is not None
 
     @property
-    def task_id(self) -> Optional[str]:
+    def task_id(self) -> str | None:
         """The CaptchaAI task id, once a submit was accepted (the final one once finished)."""
         if isinstance(self._outcome, Solution):
             return self._outcome.task_id
@@ -105,7 +107,7 @@ class PendingSolve:
         return self._core.call(self, lambda engine, handle: engine.task_id(handle))
 
     @property
-    def deadline(self) -> Optional[int]:
+    def deadline(self) -> int | None:
         """When the engine gives up on the solve (epoch ms on the solver's clock), None without a
         deadline; the solve ends by then plus one request timeout."""
         return self._core.call(self, lambda engine, handle: engine.deadline(handle))
@@ -121,8 +123,8 @@ class PendingSolve:
 class _Core:
     """The engine instance shared by one solver's solves, behind a lock, replaced after a trap."""
 
-    def __init__(self, api_key: str, config: Optional[Config], clock: Clock,
-                 solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None, clock: Clock,
+                 solve_times: Mapping[str, str] | None = None) -> None:
         if not isinstance(api_key, str):
             raise TypeError(f"the API key must be a str, not {type(api_key).__name__}")
         if config is not None and not isinstance(config, Config):
@@ -137,8 +139,8 @@ class _Core:
         self.recoveries = 0
         # One model per captcha type, in the current instance; and the texts a replacement
         # instance's models continue from (those given, updated by each solve_times() call).
-        self._times: Dict[str, SolveTimes] = {}
-        self._times_saved: Dict[str, str] = {}
+        self._times: dict[str, SolveTimes] = {}
+        self._times_saved: dict[str, str] = {}
         for kind, text in (solve_times or {}).items():
             times = self._engine.solve_times_from_text(text)
             if times.task_type != kind:
@@ -153,7 +155,7 @@ class _Core:
         self.recoveries += 1
         return self._engine
 
-    def engine_call(self, fn: Callable[[Engine], Any]) -> Any:
+    def engine_call(self, fn: Callable[[Engine], T]) -> T:
         """A call that needs no solve; retried once on a fresh instance after a trap."""
         with self._lock:
             try:
@@ -161,7 +163,7 @@ class _Core:
             except EngineTrap:
                 return fn(self._replace_engine())
 
-    def _model(self, engine: Engine, kind: Optional[str]) -> Optional[SolveTimes]:
+    def _model(self, engine: Engine, kind: str | None) -> SolveTimes | None:
         """The model of captcha type ``kind`` in ``engine`` (made on first use, or after a trap
         from its saved text); None for no or an unknown type (the engine refuses such a task)."""
         if kind is None:
@@ -177,7 +179,7 @@ class _Core:
         self._times[kind] = times
         return times
 
-    def solve_times(self) -> Dict[str, str]:
+    def solve_times(self) -> dict[str, str]:
         """Every model's text form, by captcha type."""
         with self._lock:
             try:
@@ -189,9 +191,9 @@ class _Core:
             self._times_saved.update(texts)
             return dict(self._times_saved)
 
-    def first_waits(self) -> Dict[str, Optional[int]]:
+    def first_waits(self) -> dict[str, int | None]:
         """The first wait each model gives a new solve (ms; None while the type's table applies)."""
-        def read(engine: Engine) -> Dict[str, Optional[int]]:
+        def read(engine: Engine) -> dict[str, int | None]:
             return {kind: engine.first_wait_ms(times) for kind in list(self._times)
                     if (times := self._model(engine, kind)) is not None}
 
@@ -220,7 +222,7 @@ class _Core:
     def resume(self, snapshot: str) -> PendingSolve:
         return self.engine_call(lambda engine: PendingSolve(self, engine, engine.restore(snapshot, self._key)))
 
-    def call(self, pending: PendingSolve, fn: Callable[[Engine, SolveHandle], Any]) -> Any:
+    def call(self, pending: PendingSolve, fn: Callable[[Engine, SolveHandle], T]) -> T:
         """A call on ``pending``'s solve. After a trap the instance is replaced and the solve is
         restored from its checkpoint (others are restored lazily on their next call); the call
         is then made once more."""
@@ -238,8 +240,9 @@ class _Core:
                     if attempt:
                         raise
                     self._replace_engine()
+            raise AssertionError("unreachable: the second attempt returns or raises")
 
-    def feed(self, pending: PendingSolve, request_id: int, reply: Union[Response, TransportErrorKind],
+    def feed(self, pending: PendingSolve, request_id: int, reply: Response | TransportErrorKind,
              now: int) -> Output:
         """Feeds a reply or transport error; keeps the new checkpoint state."""
         def fed(engine: Engine, handle: SolveHandle) -> Output:
@@ -253,7 +256,7 @@ class _Core:
 
         return self.call(pending, fed)
 
-    def finish(self, pending: PendingSolve, output: Union[Solved, Failed]) -> None:
+    def finish(self, pending: PendingSolve, output: Solved | Failed) -> None:
         """Records the outcome, frees the engine's solve and lets the type's model learn from a
         solution (a trap there costs only that observation)."""
         with self._lock:
@@ -306,8 +309,8 @@ _SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, Time
 
 
 class _Base:
-    def __init__(self, api_key: str, config: Optional[Config], threads: Optional[int],
-                 clock: Optional[Clock], solve_times: Optional[Mapping[str, str]]) -> None:
+    def __init__(self, api_key: str, config: Config | None, threads: int | None,
+                 clock: Clock | None, solve_times: Mapping[str, str] | None) -> None:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive int or None (got {threads!r})")
         if clock is not None and not isinstance(clock, Clock):
@@ -315,14 +318,14 @@ class _Base:
         self._core = _Core(api_key, config, clock or Clock(), solve_times)
         self.threads = threads
         # The budget for ``threads``; made from the plan's threads on the first solve when None.
-        self._budget: Optional[ThreadBudget] = ThreadBudget(threads) if threads is not None else None
+        self._budget: ThreadBudget | None = ThreadBudget(threads) if threads is not None else None
 
-    def solve_times(self) -> Dict[str, str]:
+    def solve_times(self) -> dict[str, str]:
         """The learned solve-times models, by captcha type, as text (versioned JSON, no key or
         token): pass them as ``solve_times=`` to a later solver to continue learning."""
         return self._core.solve_times()
 
-    def first_waits(self) -> Dict[str, Optional[int]]:
+    def first_waits(self) -> dict[str, int | None]:
         """The first wait (ms) each learned model gives a new solve of its type; None while that
         type's table applies (under 20 solves)."""
         return self._core.first_waits()
@@ -343,17 +346,15 @@ class _Base:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(config={self.config!r}, threads={self.threads!r}, clock={self.clock!r})"
 
-    def _account_request(self, kind: str) -> Request:
-        def build(engine: Engine) -> Any:
-            return getattr(engine, kind)(self._core._key, self.config)
-
-        request = self._core.engine_call(build)
+    def _account_request(self, build: Callable[[Engine, str, Config], Request | Failure]) -> Request:
+        request = self._core.engine_call(lambda engine: build(engine, self._core._key, self.config))
         if isinstance(request, Failure):
             raise request.to_exception()
         return request
 
-    def _account_result(self, kind: str, reply: Union[Response, TransportErrorKind]) -> Any:
-        result = self._core.engine_call(lambda engine: getattr(engine, kind)(reply))
+    def _account_result(self, parse: Callable[[Engine, Response | TransportErrorKind], T | Failure],
+                        reply: Response | TransportErrorKind) -> T:
+        result = self._core.engine_call(lambda engine: parse(engine, reply))
         if isinstance(result, Failure):
             raise result.to_exception()
         return result
@@ -364,9 +365,9 @@ class Solver(_Base):
     (at most ``threads`` in flight). ``client`` is an ``httpx.Client`` to send with (not closed
     by the solver); ``clock`` a :class:`Clock` (real time by default)."""
 
-    def __init__(self, api_key: str, config: Optional[Config] = None, *, client: Optional[httpx.Client] = None,
-                 threads: Optional[int] = None, clock: Optional[Clock] = None,
-                 solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None = None, *, client: httpx.Client | None = None,
+                 threads: int | None = None, clock: Clock | None = None,
+                 solve_times: Mapping[str, str] | None = None) -> None:
         super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
@@ -377,7 +378,7 @@ class Solver(_Base):
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> "Solver":
+    def __enter__(self) -> Solver:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -400,7 +401,7 @@ class Solver(_Base):
         """A solve continued from ``PendingSolve.snapshot()`` (raises SnapshotError if unusable)."""
         return self._core.resume(snapshot)
 
-    def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+    def run(self, pending: PendingSolve, on_checkpoint: Checkpoint | None = None) -> Solution:
         """Drives ``pending`` to its end and returns the solution (or raises the failure); its
         deadline has run since ``start``. ``on_checkpoint(snapshot)`` is called after each result
         that leaves the solve in flight."""
@@ -424,7 +425,7 @@ class Solver(_Base):
         finally:
             budget.leave(ticket)
 
-    def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+    def _drive(self, pending: PendingSolve, on_checkpoint: Checkpoint | None) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
         core, clock = self._core, self.clock
         try:
@@ -447,22 +448,22 @@ class Solver(_Base):
 
     def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads (``threadsinfo``, read by the engine)."""
-        request = self._account_request("threads_info_request")
+        request = self._account_request(Engine.threads_info_request)
         self._sleep_until(request.at)
-        return self._account_result("parse_threads_info", self._send(request))
+        return self._account_result(Engine.parse_threads_info, self._send(request))
 
     def balance(self) -> float:
         """The account balance (``getbalance``, read by the engine)."""
-        request = self._account_request("balance_request")
+        request = self._account_request(Engine.balance_request)
         self._sleep_until(request.at)
-        return self._account_result("parse_balance", self._send(request))
+        return self._account_result(Engine.parse_balance, self._send(request))
 
     def _sleep_until(self, at_ms: int) -> None:
         clock = self.clock
         while (now := clock.now_ms()) < at_ms:
             time.sleep(clock.seconds(at_ms - now) + 0.0002)
 
-    def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+    def _send(self, request: Request) -> Response | TransportErrorKind:
         timeout = self.clock.seconds(request.timeout_ms)
         try:
             reply = self._client.post(request.url, content=request.body_bytes,
@@ -476,9 +477,9 @@ class AsyncSolver(_Base):
     """Solves captchas on asyncio, with the same surface as :class:`Solver` (every solver method
     is a coroutine). ``client`` is an ``httpx.AsyncClient`` (not closed by the solver)."""
 
-    def __init__(self, api_key: str, config: Optional[Config] = None, *,
-                 client: Optional[httpx.AsyncClient] = None, threads: Optional[int] = None,
-                 clock: Optional[Clock] = None, solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None = None, *,
+                 client: httpx.AsyncClient | None = None, threads: int | None = None,
+                 clock: Clock | None = None, solve_times: Mapping[str, str] | None = None) -> None:
         super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(
@@ -495,7 +496,7 @@ class AsyncSolver(_Base):
 
     close = aclose
 
-    async def __aenter__(self) -> "AsyncSolver":
+    async def __aenter__(self) -> AsyncSolver:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -516,7 +517,7 @@ class AsyncSolver(_Base):
         """A solve continued from ``PendingSolve.snapshot()`` (no I/O)."""
         return self._core.resume(snapshot)
 
-    async def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+    async def run(self, pending: PendingSolve, on_checkpoint: Checkpoint | None = None) -> Solution:
         """Drives ``pending`` to its end (its deadline has run since ``start``);
         ``on_checkpoint(snapshot)`` after each result that leaves it in flight (a coroutine
         function is awaited)."""
@@ -540,7 +541,7 @@ class AsyncSolver(_Base):
         finally:
             budget.leave(ticket)
 
-    async def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+    async def _drive(self, pending: PendingSolve, on_checkpoint: Checkpoint | None) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
         core, clock = self._core, self.clock
         try:
@@ -564,22 +565,22 @@ class AsyncSolver(_Base):
 
     async def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads."""
-        request = self._account_request("threads_info_request")
+        request = self._account_request(Engine.threads_info_request)
         await self._sleep_until(request.at)
-        return self._account_result("parse_threads_info", await self._send(request))
+        return self._account_result(Engine.parse_threads_info, await self._send(request))
 
     async def balance(self) -> float:
         """The account balance."""
-        request = self._account_request("balance_request")
+        request = self._account_request(Engine.balance_request)
         await self._sleep_until(request.at)
-        return self._account_result("parse_balance", await self._send(request))
+        return self._account_result(Engine.parse_balance, await self._send(request))
 
     async def _sleep_until(self, at_ms: int) -> None:
         clock = self.clock
         while (now := clock.now_ms()) < at_ms:
             await asyncio.sleep(clock.seconds(at_ms - now) + 0.0002)
 
-    async def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+    async def _send(self, request: Request) -> Response | TransportErrorKind:
         timeout = self.clock.seconds(request.timeout_ms)
         async with self._http_gate:
             try:

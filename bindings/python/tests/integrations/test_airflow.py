@@ -34,6 +34,7 @@ from captchaai_engine.integrations.airflow import (  # noqa: E402
     CaptchaAITrigger,
     plan_threads,
 )
+
 from emulated import KEY, THREADS, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
 
 

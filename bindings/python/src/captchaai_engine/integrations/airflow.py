@@ -30,8 +30,9 @@ importable by the triggerer: it is this installed package, never a Dag bundle.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, AsyncIterator, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, TypeVar
 
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
@@ -46,9 +47,10 @@ from ._common import clock_for, error_from_json, failure_to_json, solution_from_
 __all__ = ["CaptchaAISolveOperator", "CaptchaAITrigger", "connection_settings", "plan_threads"]
 
 DEFAULT_CONN_ID = "captchaai"
+T = TypeVar("T")
 
 
-def connection_settings(conn: Any) -> Tuple[str, Config, Clock]:
+def connection_settings(conn: Any) -> tuple[str, Config, Clock]:
     """The API key, :class:`Config` and clock an Airflow connection describes (key: password;
     extra: ``config`` and ``time_scale``). A malformed extra raises ``AirflowFailException``."""
     extra = conn.extra_dejson or {}
@@ -95,7 +97,7 @@ def plan_threads(conn_id: str = DEFAULT_CONN_ID) -> int:
         return _airflow_error(solver.threads_info).threads
 
 
-def _airflow_error(call: Any, *args: Any) -> Any:
+def _airflow_error(call: Callable[..., T], *args: Any) -> T:
     """Runs ``call``; a CaptchaAIError becomes the Airflow exception its class asks for."""
     try:
         return call(*args)
@@ -116,8 +118,9 @@ class CaptchaAITrigger(BaseTrigger):
     ``{"status": "solved", "solution": {...}}`` or ``{"status": "failed", "failure": {...}}``
     (the engine's failure record), or ``{"status": "connection_unreadable", "snapshot": ...}``
     when it cannot read its connection (the operator then finishes the solve in the worker). The
-    snapshot holds no key; ``run()`` reads it from the connection. A trigger re-created after a triggerer restart resumes the same snapshot (the
-    same CaptchaAI task, on the engine's original deadline)."""
+    snapshot holds no key; ``run()`` reads it from the connection. A trigger re-created after a
+    triggerer restart resumes the same snapshot (the same CaptchaAI task, on the engine's
+    original deadline)."""
 
     def __init__(self, snapshot: str, conn_id: str = DEFAULT_CONN_ID) -> None:
         super().__init__()
@@ -129,7 +132,7 @@ class CaptchaAITrigger(BaseTrigger):
     def __repr__(self) -> str:
         return f"CaptchaAITrigger(conn_id={self.conn_id!r})"
 
-    def serialize(self) -> Tuple[str, Dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"snapshot": self.snapshot, "conn_id": self.conn_id})
 
@@ -162,7 +165,7 @@ class _Submitted(Exception):
         self.snapshot = snapshot
 
 
-TaskSpec = Union[Task, Mapping[str, Any]]
+TaskSpec = Task | Mapping[str, Any]
 
 #: How long past the engine's deadline Airflow's deferral backstop waits by default: the trigger
 #: ends the solve by the deadline plus one request timeout (at most 2 minutes), and the triggerer
@@ -185,8 +188,8 @@ class CaptchaAISolveOperator(BaseOperator):
     template_fields = ("task",)
 
     def __init__(self, *, task: TaskSpec, conn_id: str = DEFAULT_CONN_ID,
-                 max_token_age: Optional[float] = None,
-                 defer_timeout: Optional[timedelta] = None,
+                 max_token_age: float | None = None,
+                 defer_timeout: timedelta | None = None,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -206,7 +209,8 @@ class CaptchaAISolveOperator(BaseOperator):
             if not self.deferrable:
                 return self._complete(context, _airflow_error(solver.run, pending), clock)
             try:
-                solution = _airflow_error(solver.run, pending, lambda snapshot: self._stop_once_submitted(pending, snapshot))
+                solution = _airflow_error(solver.run, pending,
+                                          lambda snapshot: self._stop_once_submitted(pending, snapshot))
             except _Submitted as submitted:
                 self.log.info("CaptchaAI task %s submitted; deferring", pending.task_id)
                 self.defer(trigger=CaptchaAITrigger(submitted.snapshot, self.conn_id),
@@ -214,7 +218,7 @@ class CaptchaAISolveOperator(BaseOperator):
         # Answered without a checkpoint after the submit (an image solved in one request).
         return self._complete(context, solution, clock)
 
-    def _check_trigger_connection(self, settings: Tuple[str, Config, Clock]) -> None:
+    def _check_trigger_connection(self, settings: tuple[str, Config, Clock]) -> None:
         """Reads the connection the way the trigger will, before anything is submitted: a
         connection the trigger cannot read, or reads differently, fails the task now (no retries)
         instead of leaving a paid task uncollected."""
@@ -230,7 +234,7 @@ class CaptchaAISolveOperator(BaseOperator):
                 f"the trigger reads the connection {self.conn_id!r} differently from the worker (another "
                 "definition shadows it); nothing was submitted")
 
-    def _backstop(self, pending: PendingSolve, clock: Clock) -> Optional[timedelta]:
+    def _backstop(self, pending: PendingSolve, clock: Clock) -> timedelta | None:
         """``defer_timeout``, else the real time left until the engine's deadline plus
         ``DEFER_MARGIN`` (None for a solve without a deadline)."""
         if self.defer_timeout is not None:
