@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // Plain JavaScript values to and from the component's WIT values. Types only: what a value means
 // and whether it is in range is the engine's decision.

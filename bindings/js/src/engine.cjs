@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // The engine component as transpiled by jco into gen/ (`npm run build`): compiled once per
 // process, instantiated per host. Raw WIT values stay in this file and in convert.cjs; nothing

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // Errors a solve ends with. The subclass is chosen by the engine's failure class alone (never by
 // reading codes); every field comes from the engine's failure record, which never holds the key.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // The thread budget: the engine's `thread-gate` (in its own small instance) decides who may start;
 // this only waits for its decisions.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // One engine instance and the solves inside it, with trap recovery: a solve's state only changes
 // when a result is fed back, so the host keeps its snapshot base once and its state after each

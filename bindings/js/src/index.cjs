@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // captchaai-engine: CaptchaAI solving on the captchaai:engine WebAssembly component. The package
 // itself is CommonJS (`require`); index.mjs re-exports these same objects for `import`, so a

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // The fetch-based driver. It moves bytes and sleeps: what to send, when, how long to wait for it,
 // what a reply means and when to stop all come from the engine.

@@ -1,4 +1,3 @@
-// @ts-check
 'use strict';
 // Moving bytes and time: a clock the engine's times are read from and slept on, and an HTTP
 // sender that posts a request exactly as the engine gave it and returns what came back as the

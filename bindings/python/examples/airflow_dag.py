@@ -1,4 +1,4 @@
-# unchecked: needs Airflow 3, the connection and pool above; tests/integrations/test_airflow_example.py runs it
+# unchecked: needs Airflow 3, the connection and pool; tests/integrations/test_airflow_example.py runs this file
 from datetime import timedelta
 
 from airflow.sdk import dag, task

@@ -1,5 +1,5 @@
 // Compiled by tsconfig.check.json (test/types.test.mjs) with the package's sources, whose JSDoc
-// types the same compiler checks (`// @ts-check` in each src/*.cjs): the hand-written
+// types the same compiler checks (checkJs): the hand-written
 // declarations (src/index.d.ts) are what the implementation is. Each assignment below fails to
 // compile when a declared export is missing, or when the implementation accepts less, or returns
 // other types, than its declaration says.
