@@ -2,6 +2,16 @@
 // Plain JavaScript values to and from the component's WIT values. Types only: what a value means
 // and whether it is in range is the engine's decision.
 
+/**
+ * The values users pass and get (test/types/implementation.ts checks src/index.d.ts against them).
+ * @typedef {{baseUrl?: string | null, requestTimeoutMs?: number | bigint | null, deadlineMs?: number | bigint | null,
+ *   initialWaitMs?: number | bigint | null, pollIntervalMs?: number | bigint | null, maxSubmitRetries?: number | null,
+ *   maxPollErrors?: number | null, unsolvableRetries?: number | null, jitterSeed?: number | bigint | null,
+ *   maxJitterMs?: number | bigint | null}} Config
+ * @typedef {{type: string}} Task a task object (the engine validates every field)
+ * @typedef {string | number | boolean | null | JsonValue[] | {[key: string]: JsonValue}} JsonValue
+ */
+
 const U64_FIELDS = ['requestTimeoutMs', 'deadlineMs', 'initialWaitMs', 'pollIntervalMs', 'jitterSeed', 'maxJitterMs'];
 const U32_FIELDS = ['maxSubmitRetries', 'maxPollErrors', 'unsolvableRetries'];
 const CONFIG_FIELDS = new Set(['baseUrl', ...U64_FIELDS, ...U32_FIELDS]);
@@ -38,7 +48,7 @@ function describe(value) {
 /**
  * The WIT `config` record for a user config (`{baseUrl, requestTimeoutMs, ...}`, every field
  * optional; `undefined` or `null` takes the engine's default).
- * @param {import('./index.js').Config} config
+ * @param {Config} config
  * @returns {Record<string, string | bigint | number>}
  */
 function toWitConfig(config = {}) {
@@ -66,7 +76,7 @@ function toWitConfig(config = {}) {
 
 /**
  * The task JSON text for a task object (or a task already given as JSON text).
- * @param {import('./index.js').Task | string} task
+ * @param {Task | string} task
  * @returns {string}
  */
 function toTaskJson(task) {
@@ -102,7 +112,7 @@ class Solution {
      * @type {'text' | 'json'} */
     this.answerType = raw.answer.tag;
     /** The token or text, or the structured answer as a parsed JSON value.
-     * @type {string | import('./index.js').JsonValue} */
+     * @type {string | JsonValue} */
     this.answer = raw.answer.tag === 'json' ? JSON.parse(raw.answer.val) : raw.answer.val;
     /** The solver's user agent where the type returns one (reuse it on the site); else null.
      * @type {string | null} */
@@ -133,7 +143,7 @@ class Solution {
   }
 
   /** The engine's client JSON (`{answer, user_agent, task_id, submitted_at, ...}`), the same in every host.
-   * @returns {{[key: string]: import('./index.js').JsonValue}} */
+   * @returns {{[key: string]: JsonValue}} */
   toJSON() {
     return JSON.parse(this.#engine.solutionJson(this.#raw));
   }

@@ -9,11 +9,12 @@ const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
 
 /**
- * @typedef {import('./index.js').Config} Config
- * @typedef {import('./index.js').SolverOptions} SolverOptions
- * @typedef {import('./index.js').RunOptions} RunOptions
- * @typedef {import('./index.js').Task} Task
- * @typedef {import('./index.js').ThreadsInfo} ThreadsInfo
+ * @typedef {import('./convert.cjs').Config} Config
+ * @typedef {import('./convert.cjs').Task} Task
+ * @typedef {{fetch?: typeof globalThis.fetch, threads?: number, timeScale?: number,
+ *   solveTimes?: Record<string, string>}} SolverOptions
+ * @typedef {{onCheckpoint?: (snapshot: string) => unknown, signal?: AbortSignal}} RunOptions
+ * @typedef {{threads: number, workingThreads: number, free: number}} ThreadsInfo
  * @typedef {InstanceType<typeof import('./host.cjs').Slot>} Slot
  * @typedef {InstanceType<typeof import('./host.cjs').EngineHost>} EngineHost
  * @typedef {InstanceType<typeof import('./gate.cjs').ThreadBudget>} ThreadBudget
