@@ -24,7 +24,10 @@ built, so it is cheap after that); rust blocks run their example from ``target/d
 Shell blocks run from the repository root with ``target/venv-docs/bin`` and ``target/debug``
 first on ``PATH`` (so ``captchaai`` is the workspace's); Python
 blocks run in the venv ``target/venv-docs`` (created if missing; the README's install block
-fills it); JavaScript blocks run as ES modules that import the built ``bindings/js``. Each block
+fills it). A JavaScript block's first line is a comment naming the file it is saved as
+(``// solve.mjs ...``): the block runs as that file with ``node``, in a project made by
+``npm init -y`` (so a ``.js`` file is CommonJS there, as in a user's new project) whose
+``node_modules/captchaai-engine`` is the built ``bindings/js``. Each block
 runs in its own process group with a time limit, and everything started is stopped at the end.
 A failure names the block by file and line and shows the end of its output; the exit status is
 1 if any block failed.
@@ -54,6 +57,7 @@ SHOWN_LANGS = {"text", "json", "toml", "wit", "http"}
 UNCHECKED = re.compile(r"^\s*(?:#|//!?)\s*unchecked:\s*(\S.*)$")
 EXAMPLE = re.compile(r"((?:[\w.-]+/)*examples/[\w-]+\.rs)")
 COMMAND = re.compile(r"`(cargo [^`]+)`")
+JS_FILE = re.compile(r"^//\s*([\w.-]+\.(?:mjs|cjs|js))\b")
 EDGE = "127.0.0.1:3000"
 TIME_LIMIT_S = {"sh": 900, "python": 180, "js": 180, "rust": 1800}
 RUN_SH_READY_S = int(os.environ.get("CHECK_DOCS_RUN_SH_READY_S", "1200"))
@@ -274,17 +278,30 @@ class Check:
             path.write_text(self.with_ports(block.text))
             command = [str(self.venv / "bin" / "python"), str(path)]
             cwd = self.scratch
-        else:  # js: an ES module next to node_modules/captchaai-engine -> bindings/js
-            modules = self.scratch / "node_modules"
-            modules.mkdir(exist_ok=True)
-            link = modules / "captchaai-engine"
-            if not link.exists():
-                link.symlink_to(ROOT / "bindings" / "js", target_is_directory=True)
-            path = path.with_suffix(".mjs")
+        else:  # js: saved as the file its first line names, in a default `npm init -y` project
+            name = JS_FILE.match(block.first_line)
+            if not name:
+                raise Failed("a js block's first line must name the file it is saved as, e.g. `// solve.mjs`")
+            project = self.js_project()
+            path = project / name.group(1)
             path.write_text(self.with_ports(block.text))
-            command = ["node", str(path)]
-            cwd = self.scratch
+            command = ["node", name.group(1)]
+            cwd = project
         self.execute(block, command, cwd)
+
+    def js_project(self) -> Path:
+        """A project as a user starts one (``npm init -y``: its package.json says nothing of
+        ES modules), with the built bindings/js as ``node_modules/captchaai-engine``."""
+        project = self.scratch / "js-project"
+        if not project.is_dir():
+            project.mkdir()
+            status = subprocess.run(["npm", "init", "-y"], cwd=project, env=self.env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, timeout=120)
+            if status.returncode != 0:
+                raise Failed(f"npm init -y failed: {status.stderr.strip()}")
+            (project / "node_modules").mkdir()
+            (project / "node_modules" / "captchaai-engine").symlink_to(ROOT / "bindings" / "js", target_is_directory=True)
+        return project
 
     def run_rust(self, block: Block) -> None:
         example = EXAMPLE.search(block.first_line)

@@ -5,7 +5,16 @@
 // base64 inside gen/captchaai_engine.wasm.cjs): `require` works as well as `import`, and no file
 // is read at run time.
 
+/**
+ * jco's raw WIT bindings (`{types, engine, account}` of one instance), deliberately untyped here:
+ * the golden vectors drive every call through them and compare each result with the stored
+ * transcript (test/vectors.test.mjs).
+ * @typedef {any} EngineRoot
+ */
+
+/** @type {{instantiate: (getCoreModule: (name: string) => WebAssembly.Module, imports: object) => EngineRoot}} */
 let generated;
+/** @type {Record<string, string>} */
 let coreModuleText;
 try {
   generated = require('../gen/captchaai_engine.cjs');
@@ -19,19 +28,29 @@ try {
   );
 }
 
-/** Bytes of base64 text, with whatever the runtime has. */
+/**
+ * Bytes of base64 text, with whatever the runtime has.
+ * @param {string} text
+ * @returns {Uint8Array}
+ */
 function decodeBase64(text) {
-  if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(text);
-  if (typeof globalThis.Buffer === 'function') return globalThis.Buffer.from(text, 'base64');
+  /** @type {{fromBase64?: (text: string) => Uint8Array}} */
+  const uint8 = /** @type {any} */ (Uint8Array);
+  if (typeof uint8.fromBase64 === 'function') return uint8.fromBase64(text);
+  /** @type {{Buffer?: {from(text: string, encoding: string): Uint8Array}}} */
+  const node = /** @type {any} */ (globalThis);
+  if (typeof node.Buffer?.from === 'function') return node.Buffer.from(text, 'base64');
   const binary = atob(text);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }
 
-/** Compiled core modules, by file name (compiled on first use, shared by every instance). */
+/** Compiled core modules, by file name (compiled on first use, shared by every instance).
+ * @type {Map<string, WebAssembly.Module>} */
 const coreModules = new Map();
 
+/** @param {string} name */
 function coreModule(name) {
   let module = coreModules.get(name);
   if (!module) {
@@ -39,13 +58,14 @@ function coreModule(name) {
     if (typeof text !== 'string') {
       throw new Error(`captchaai-engine: gen/ has no core module ${name}; rebuild it with \`npm run build\``);
     }
-    module = new WebAssembly.Module(decodeBase64(text));
+    module = new WebAssembly.Module(/** @type {BufferSource} */ (decodeBase64(text)));
     coreModules.set(name, module);
   }
   return module;
 }
 
-/** A fresh instance of the component: `{types, engine, account}` as jco exports them. */
+/** A fresh instance of the component: `{types, engine, account}` as jco exports them.
+ * @returns {EngineRoot} */
 function instantiateComponent() {
   return generated.instantiate(coreModule, {});
 }
@@ -53,12 +73,19 @@ function instantiateComponent() {
 /**
  * A `result` error returned by the engine, which jco throws as `ComponentError` with the WIT error
  * value in `payload`; anything else thrown by a call is a trap or a binding bug.
+ * @param {unknown} error
+ * @returns {error is Error & {payload: any}}
  */
 function isEngineResultError(error) {
   return error instanceof Error && error.constructor?.name === 'ComponentError' && Object.hasOwn(error, 'payload');
 }
 
-/** Runs `call`; returns `{ok: value}` or `{err: payload}` for an engine `result` error. */
+/**
+ * Runs `call`; returns `{ok: value}` or `{err: payload}` for an engine `result` error.
+ * @template T
+ * @param {() => T} call
+ * @returns {{ok: T, err?: undefined} | {ok?: undefined, err: any}}
+ */
 function engineResult(call) {
   try {
     return { ok: call() };

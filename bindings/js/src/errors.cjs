@@ -2,10 +2,16 @@
 // Errors a solve ends with. The subclass is chosen by the engine's failure class alone (never by
 // reading codes); every field comes from the engine's failure record, which never holds the key.
 
+/**
+ * @typedef {'input' | 'service' | 'no_answer'} FailureOrigin
+ * @typedef {{code: string, message: string, origin: FailureOrigin, taskId: string | null,
+ *   field: string | null, retryAfter: number | null}} FailureFields
+ */
+
 /** A solve that ended without an answer (or was refused before anything was sent). */
 class CaptchaAIError extends Error {
   /**
-   * @param {object} failure the engine's failure, already converted by `errorFromFailure`
+   * @param {FailureFields} failure the engine's failure, already converted by `errorFromFailure`
    */
   constructor({ code, message, origin, taskId, field, retryAfter }) {
     super(message);
@@ -35,6 +41,10 @@ class UnsolvableError extends CaptchaAIError {}
 /** A snapshot that cannot be resumed: `kind` is `malformed`, `truncated`, `foreign`,
  * `unsupported_version`, `invalid` or `invalid_key`. */
 class SnapshotError extends Error {
+  /**
+   * @param {'malformed' | 'truncated' | 'foreign' | 'unsupported_version' | 'invalid' | 'invalid_key'} kind
+   * @param {string} message
+   */
   constructor(kind, message) {
     super(message);
     this.name = 'SnapshotError';
@@ -45,6 +55,10 @@ class SnapshotError extends Error {
 /** A solve-times model (adaptive polling) that cannot be used: its text is refused, or it is saved
  * under another captcha type. `kind`: `malformed`, `foreign`, `unsupported_version`, `invalid`. */
 class SolveTimesError extends Error {
+  /**
+   * @param {'malformed' | 'foreign' | 'unsupported_version' | 'invalid'} kind
+   * @param {string} message
+   */
   constructor(kind, message) {
     super(message);
     this.name = 'SolveTimesError';
@@ -52,15 +66,31 @@ class SolveTimesError extends Error {
   }
 }
 
-/** The solve-times error the engine returned, as a SolveTimesError. */
+/** A call on a solve that has finished or was closed (`run` closes a solve when it ends): resume
+ * its last snapshot to continue it. */
+class SolveClosedError extends Error {
+  constructor() {
+    super('this solve has finished or was closed; resume its last snapshot to continue it');
+    this.name = 'SolveClosedError';
+  }
+}
+
+/**
+ * The solve-times error the engine returned, as a SolveTimesError.
+ * @param {{tag: string, val?: unknown}} error
+ */
 function errorFromSolveTimes(error) {
-  const kind = error.tag.replaceAll('-', '_');
+  const kind = /** @type {SolveTimesError['kind']} */ (error.tag.replaceAll('-', '_'));
   const detail = error.val === undefined ? '' : `: ${error.val}`;
   return new SolveTimesError(kind, `the solve times cannot be used (${kind}${detail})`);
 }
 
 /** The engine reported that this host broke the driving contract (a bug in this package). */
 class EngineMisuseError extends Error {
+  /**
+   * @param {'time_went_backwards' | 'unknown_request' | 'stale_response' | 'not_due'} kind
+   * @param {number} value
+   */
   constructor(kind, value) {
     super(`the engine reported host misuse: ${kind} (${value}); this is a bug in captchaai-engine`);
     this.name = 'EngineMisuseError';
@@ -70,19 +100,25 @@ class EngineMisuseError extends Error {
   }
 }
 
+/** @type {Record<string, typeof PermanentError | undefined>} */
 const CLASSES = {
   permanent: PermanentError,
   transient: TransientError,
   unsolvable: UnsolvableError,
 };
 
+/** @type {Record<string, FailureOrigin | undefined>} */
 const ORIGINS = {
   input: 'input',
   service: 'service',
   'no-answer': 'no_answer',
 };
 
-/** The typed error for a WIT `failure` record. */
+/**
+ * The typed error for a WIT `failure` record.
+ * @param {{code: string, message: string, class: string, origin: string, taskId?: string,
+ *   field?: string, retryAfterMs?: bigint}} failure
+ */
 function errorFromFailure(failure) {
   const ErrorClass = CLASSES[failure.class];
   const origin = ORIGINS[failure.origin];
@@ -100,6 +136,7 @@ function errorFromFailure(failure) {
   });
 }
 
+/** @type {Record<string, SnapshotError['kind'] | undefined>} */
 const RESTORE_KINDS = {
   malformed: 'malformed',
   truncated: 'truncated',
@@ -109,13 +146,17 @@ const RESTORE_KINDS = {
   'invalid-key': 'invalid_key',
 };
 
-/** The typed error for a WIT `restore-error` variant. */
+/**
+ * The typed error for a WIT `restore-error` variant.
+ * @param {{tag: string, val?: unknown}} restoreError
+ */
 function errorFromRestore(restoreError) {
-  const kind = RESTORE_KINDS[restoreError.tag] ?? restoreError.tag;
+  const kind = RESTORE_KINDS[restoreError.tag] ?? /** @type {SnapshotError['kind']} */ (restoreError.tag);
   const detail = restoreError.val === undefined ? '' : `: ${restoreError.val}`;
   return new SnapshotError(kind, `the snapshot cannot be resumed (${kind}${detail})`);
 }
 
+/** @type {Record<string, EngineMisuseError['kind'] | undefined>} */
 const MISUSE_KINDS = {
   'time-went-backwards': 'time_went_backwards',
   'unknown-request': 'unknown_request',
@@ -123,12 +164,18 @@ const MISUSE_KINDS = {
   'not-due': 'not_due',
 };
 
-/** The misuse kind as the transcripts spell it (`time_went_backwards`, ...). */
+/**
+ * The misuse kind as the transcripts spell it (`time_went_backwards`, ...).
+ * @param {{tag: string, val: bigint}} misuse
+ */
 function misuseKind(misuse) {
-  return MISUSE_KINDS[misuse.tag] ?? misuse.tag;
+  return MISUSE_KINDS[misuse.tag] ?? /** @type {EngineMisuseError['kind']} */ (misuse.tag);
 }
 
-/** The error for a WIT `misuse` variant. */
+/**
+ * The error for a WIT `misuse` variant.
+ * @param {{tag: string, val: bigint}} misuse
+ */
 function errorFromMisuse(misuse) {
   return new EngineMisuseError(misuseKind(misuse), Number(misuse.val));
 }
@@ -140,6 +187,7 @@ module.exports = {
   UnsolvableError,
   SnapshotError,
   SolveTimesError,
+  SolveClosedError,
   EngineMisuseError,
   errorFromFailure,
   errorFromSolveTimes,

@@ -7,10 +7,12 @@ const { toU64 } = require('./convert.cjs');
 
 class ThreadBudget {
   #gate;
-  /** Tickets waiting for admission: ticket → resolve. */
+  /** Tickets waiting for admission: ticket → resolve.
+   * @type {Map<bigint, () => void>} */
   #waiting = new Map();
 
-  /** At most `threads` solves in flight at once; throws the engine's failure if it refuses. */
+  /** At most `threads` solves in flight at once; throws the engine's failure if it refuses.
+   * @param {number | bigint} threads */
   constructor(threads) {
     const planThreads = toU64(threads, 'threads');
     const created = engineResult(() => instantiateComponent().account.ThreadGate.create(planThreads, 0n));
@@ -18,7 +20,11 @@ class ThreadBudget {
     this.#gate = created.ok;
   }
 
-  /** Resolves with a ticket once the engine admits it; give the ticket to `leave`. */
+  /**
+   * Resolves with a ticket once the engine admits it; give the ticket to `leave`.
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<bigint>}
+   */
   async enter(signal) {
     signal?.throwIfAborted();
     const [ticket, admission] = this.#gate.enter();
@@ -27,7 +33,7 @@ class ThreadBudget {
       const onAbort = () => {
         this.#waiting.delete(ticket);
         this.leave(ticket); // withdraws the queued ticket
-        reject(signal.reason);
+        reject(signal?.reason);
       };
       this.#waiting.set(ticket, () => {
         signal?.removeEventListener('abort', onAbort);
@@ -37,7 +43,8 @@ class ThreadBudget {
     });
   }
 
-  /** Ends an admitted solve (or withdraws a waiting one) and wakes those it admits. */
+  /** Ends an admitted solve (or withdraws a waiting one) and wakes those it admits.
+   * @param {bigint} ticket */
   leave(ticket) {
     const admitted = this.#gate.leave(ticket) ?? [];
     for (const next of admitted) {

@@ -11,6 +11,7 @@ const {
   UnsolvableError,
   SnapshotError,
   SolveTimesError,
+  SolveClosedError,
   EngineMisuseError,
 } = require('./errors.cjs');
 
@@ -24,5 +25,6 @@ module.exports = {
   UnsolvableError,
   SnapshotError,
   SolveTimesError,
+  SolveClosedError,
   EngineMisuseError,
 };

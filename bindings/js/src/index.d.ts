@@ -2,9 +2,21 @@
 // engine's type table (tasks.d.ts, `cargo xtask ts-types`), and the raw WIT bindings jco emits
 // never reach users. The engine validates every task and config and names the field at fault.
 // The build copies this file to gen/index.d.cts, the declarations of the `require` entry.
+//
+// What they need from the compiler: `fetch` and `AbortSignal` (TypeScript's default libraries,
+// which include the DOM's, or @types/node). `Symbol.dispose` is declared below, so they compile
+// without `lib: esnext.disposable`; `using pending = ...` needs that lib (or @types/node) in the
+// consumer's project, as any `using` does.
 import type { Task } from './tasks.js';
 
 export * from './tasks.js';
+
+declare global {
+  interface SymbolConstructor {
+    /** ES2026's well-known symbol for explicit resource management (as lib.esnext.disposable and @types/node declare it). */
+    readonly dispose: unique symbol;
+  }
+}
 
 /** Solve settings; every field optional (the engine's default or the captcha type's value). */
 export interface Config {
@@ -33,9 +45,12 @@ export interface Config {
 export interface SolverOptions {
   /** The fetch used for every request (default `globalThis.fetch`). */
   fetch?: typeof globalThis.fetch;
-  /** At most this many solves in flight at once (the engine's thread gate); default no limit. */
+  /**
+   * At most this many solves in flight at once (the engine's thread gate; the others wait in
+   * arrival order); default the plan's threads, read with one `threadsinfo` before the first solve.
+   */
   threads?: number;
-  /** Run the clock this many times faster than real time (tests against the emulator only). */
+  /** Run the clock this many times faster than real time, 0.01 to 10000 (tests against the emulator only). */
   timeScale?: number;
   /** Solve-times models saved from `solver.solveTimes()`, to continue learning from. @throws SolveTimesError */
   solveTimes?: Record<string, string>;
@@ -72,8 +87,20 @@ export declare class Solution {
 
 export type FailureOrigin = 'input' | 'service' | 'no_answer';
 
+/** The fields of an engine failure, as the package builds its errors from them. */
+export interface FailureFields {
+  code: string;
+  message: string;
+  origin: FailureOrigin;
+  taskId: string | null;
+  field: string | null;
+  retryAfter: number | null;
+}
+
 /** A solve that ended without an answer, or was refused before anything was sent. */
 export declare class CaptchaAIError extends Error {
+  /** Built by the package from the engine's failure record (the subclass is its failure class). */
+  constructor(failure: FailureFields);
   /** The failure's code as the engine reports it (CaptchaAI's or the engine's own; see its code table). */
   readonly code: string;
   /** `input`: refused before sending (fix the task); `service`: CaptchaAI's answer; `no_answer`: transport, unreadable replies, deadline. */
@@ -94,29 +121,37 @@ export declare class UnsolvableError extends CaptchaAIError {}
 
 /** A snapshot that cannot be resumed. */
 export declare class SnapshotError extends Error {
+  constructor(kind: SnapshotError['kind'], message: string);
   readonly kind: 'malformed' | 'truncated' | 'foreign' | 'unsupported_version' | 'invalid' | 'invalid_key';
 }
 
 /** A solve-times model that cannot be used (adaptive polling). */
 export declare class SolveTimesError extends Error {
+  constructor(kind: SolveTimesError['kind'], message: string);
   readonly kind: 'malformed' | 'foreign' | 'unsupported_version' | 'invalid';
 }
 
 /** The engine reported that this package broke the driving contract (a bug here). */
 export declare class EngineMisuseError extends Error {
+  constructor(kind: EngineMisuseError['kind'], value: number);
   readonly kind: 'time_went_backwards' | 'unknown_request' | 'stale_response' | 'not_due';
   /** The misuse's payload: a time (epoch ms) or a request id. */
   readonly value: number;
 }
 
+/** A call on a solve that has finished or was closed: resume its last snapshot to continue it. */
+export declare class SolveClosedError extends Error {
+  constructor();
+}
+
 /** A solve created in the engine and not finished yet. */
-export declare class PendingSolve implements Disposable {
+export declare class PendingSolve {
   private constructor();
-  /** The whole in-flight state as versioned JSON, without the key (it does hold the task). */
+  /** The whole in-flight state as versioned JSON, without the key (it does hold the task). @throws SolveClosedError */
   snapshot(): string;
-  /** The CaptchaAI task id, once a submit was accepted. */
+  /** The CaptchaAI task id, once a submit was accepted. @throws SolveClosedError */
   readonly taskId: string | null;
-  /** When the deadline passes (epoch ms). */
+  /** When the deadline passes (epoch ms). @throws SolveClosedError */
   readonly deadline: number | null;
   /** Whether the solve can still run. */
   readonly open: boolean;
@@ -145,7 +180,8 @@ export interface ThreadsInfo {
 export declare class Solver {
   /**
    * @param apiKey the CaptchaAI key (checked by the engine now; never in errors, snapshots or inspect output)
-   * @throws PermanentError for a malformed key; TypeError for values of the wrong type
+   * @throws PermanentError for a malformed key; TypeError for values of the wrong type or an
+   * unknown option; RangeError for a timeScale out of range
    */
   constructor(apiKey: string, config?: Config, options?: SolverOptions);
   /**
@@ -166,7 +202,7 @@ export declare class Solver {
   threadsInfo(options?: { signal?: AbortSignal }): Promise<ThreadsInfo>;
   /** The account balance. */
   balance(options?: { signal?: AbortSignal }): Promise<number>;
-  /** The thread budget's state, or null without one. */
+  /** The thread budget's state; null until the plan's threads are read (without `threads`). */
   budget(): { capacity: number; running: number; queued: number } | null;
   /** The learned solve-times models by captcha type, as text (no key or token): give them to a
    * later solver as `options.solveTimes`. */

@@ -12,5 +12,6 @@ export const {
   UnsolvableError,
   SnapshotError,
   SolveTimesError,
+  SolveClosedError,
   EngineMisuseError,
 } = pkg;

@@ -3,14 +3,49 @@
 // what a reply means and when to stop all come from the engine.
 const { Solution, toTaskJson, toWitConfig } = require('./convert.cjs');
 const { engineResult } = require('./engine.cjs');
-const { EngineMisuseError, errorFromFailure } = require('./errors.cjs');
+const { EngineMisuseError, SolveClosedError, errorFromFailure } = require('./errors.cjs');
 const { ThreadBudget } = require('./gate.cjs');
 const { EngineHost } = require('./host.cjs');
 const { Clock, send } = require('./transport.cjs');
 
-/** `run`'s options, checked before anything is sent (a bad one must not orphan a paid task). */
+/**
+ * @typedef {import('./convert.cjs').Config} Config
+ * @typedef {import('./convert.cjs').Task} Task
+ * @typedef {{fetch?: typeof globalThis.fetch, threads?: number, timeScale?: number,
+ *   solveTimes?: Record<string, string>}} SolverOptions
+ * @typedef {{onCheckpoint?: (snapshot: string) => unknown, signal?: AbortSignal}} RunOptions
+ * @typedef {{threads: number, workingThreads: number, free: number}} ThreadsInfo
+ * @typedef {InstanceType<typeof import('./host.cjs').Slot>} Slot
+ * @typedef {InstanceType<typeof import('./host.cjs').EngineHost>} EngineHost
+ * @typedef {InstanceType<typeof import('./gate.cjs').ThreadBudget>} ThreadBudget
+ * @typedef {InstanceType<typeof import('./convert.cjs').Solution>} Solution
+ */
+
+/**
+ * Refuses keys of `options` that are not in `known` (a misspelt option must not be ignored).
+ * @param {object} options
+ * @param {string[]} known
+ * @param {string} what
+ */
+function checkKeys(options, known, what) {
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new TypeError(`unknown ${what} ${JSON.stringify(name)} (known: ${known.join(', ')})`);
+    }
+  }
+}
+
+const SOLVER_OPTIONS = ['fetch', 'threads', 'timeScale', 'solveTimes'];
+const RUN_OPTIONS = ['onCheckpoint', 'signal'];
+
+/**
+ * `run`'s options, checked before anything is sent (a bad one must not orphan a paid task).
+ * @param {RunOptions} options
+ * @returns {RunOptions}
+ */
 function runOptions(options) {
   if (options === null || typeof options !== 'object') throw new TypeError('run options must be an object');
+  checkKeys(options, RUN_OPTIONS, 'run option');
   const { onCheckpoint, signal } = options;
   if (onCheckpoint !== undefined && typeof onCheckpoint !== 'function') {
     throw new TypeError('options.onCheckpoint must be a function');
@@ -19,7 +54,8 @@ function runOptions(options) {
   return { onCheckpoint, signal };
 }
 
-/** The captcha type in task JSON, or null. */
+/** The captcha type in task JSON, or null.
+ * @param {string} json */
 function typeOf(json) {
   try {
     const type = JSON.parse(json)?.type;
@@ -37,6 +73,10 @@ class PendingSolve {
   #host;
   #slot;
 
+  /**
+   * @param {EngineHost} host
+   * @param {Slot} slot
+   */
   constructor(host, slot) {
     this.#host = host;
     this.#slot = slot;
@@ -71,7 +111,10 @@ class PendingSolve {
     this.close();
   }
 
-  /** Used by Solver only. */
+  /** Used by Solver only.
+   * @param {unknown} pending
+   * @param {EngineHost} host
+   * @returns {Slot} */
   static slotOf(pending, host) {
     if (!(pending instanceof PendingSolve) || pending.#host !== host) {
       throw new TypeError('run() takes a PendingSolve from this solver\'s start() or resume()');
@@ -90,20 +133,30 @@ class Solver {
   #fetch;
   #clock;
   #host = new EngineHost();
+  /** @type {ThreadBudget | null} */
   #budget = null;
-  /** Slots a run is driving (a solve is driven by one run at a time). */
+  /** The plan's budget while its `threadsinfo` is in flight.
+   * @type {Promise<ThreadBudget> | null} */
+  #planBudget = null;
+  /** Slots a run is driving (a solve is driven by one run at a time).
+   * @type {WeakSet<Slot>} */
   #running = new WeakSet();
 
   /**
    * @param {string} apiKey the CaptchaAI key (kept inside; never in errors, snapshots or inspect output)
-   * @param {object} [config] `{baseUrl, requestTimeoutMs, deadlineMs, initialWaitMs, pollIntervalMs,
+   * @param {Config} [config] `{baseUrl, requestTimeoutMs, deadlineMs, initialWaitMs, pollIntervalMs,
    *   maxSubmitRetries, maxPollErrors, unsolvableRetries, jitterSeed, maxJitterMs}`
-   * @param {object} [options] `{fetch, threads, timeScale}`: a fetch implementation (default
-   *   globalThis.fetch), at most `threads` solves in flight at once (default: no limit), and a
-   *   clock running `timeScale` times faster than real time (tests against the emulator only)
+   * @param {SolverOptions} [options] `{fetch, threads, timeScale, solveTimes}`: a fetch implementation
+   *   (default globalThis.fetch), at most `threads` solves in flight at once (default: the plan's
+   *   threads, read with one `threadsinfo` request before the first solve), a clock running
+   *   `timeScale` times faster than real time (0.01 to 10000; tests against the emulator only),
+   *   and saved solve-times models; an unknown option is a TypeError
    */
-  constructor(apiKey, config = {}, { fetch = globalThis.fetch, threads, timeScale = 1, solveTimes } = {}) {
+  constructor(apiKey, config = {}, options = {}) {
     if (typeof apiKey !== 'string') throw new TypeError('apiKey must be a string');
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    checkKeys(options, SOLVER_OPTIONS, 'solver option');
+    const { fetch = globalThis.fetch, threads, timeScale = 1, solveTimes } = options;
     if (typeof fetch !== 'function') throw new TypeError('options.fetch must be a fetch function');
     this.#key = apiKey;
     this.#witConfig = toWitConfig(config);
@@ -123,19 +176,43 @@ class Solver {
    * Solves `task` (`{type, ...fields}`) to the end: the Solution, or a CaptchaAIError subclass.
    * The solve is created once the thread budget admits it, so its deadline does not run while it
    * waits for a thread (a task the engine refuses fails at once, before any wait).
+   * @param {Task | string} task
+   * @param {RunOptions} [options]
+   * @returns {Promise<Solution>}
    */
   async solve(task, options = {}) {
     const checked = runOptions(options);
     this.start(task).close();
-    const ticket = this.#budget ? await this.#budget.enter(checked.signal) : null;
+    const budget = await this.#threadBudget();
+    const ticket = await budget.enter(checked.signal);
     try {
-      return await this.#drive(this.start(task), checked, null);
+      return await this.#drive(this.start(task), checked, false);
     } finally {
-      if (ticket !== null) this.#budget.leave(ticket);
+      budget.leave(ticket);
     }
   }
 
-  /** Validates `task` in the engine and creates its solve; nothing is sent until `run`. */
+  /**
+   * The thread budget: `threads`', else the plan's threads, read with one `threadsinfo` request
+   * the first time (every solve waiting for it shares it; a failed one fails those solves before
+   * anything is sent, and the next solve asks again).
+   * @returns {Promise<ThreadBudget>}
+   */
+  async #threadBudget() {
+    if (this.#budget) return this.#budget;
+    this.#planBudget ??= this.threadsInfo().then(
+      (info) => (this.#budget = new ThreadBudget(info.threads)),
+      (error) => {
+        this.#planBudget = null;
+        throw error;
+      },
+    );
+    return this.#planBudget;
+  }
+
+  /** Validates `task` in the engine and creates its solve; nothing is sent until `run`.
+   * @param {Task | string} task
+   * @returns {PendingSolve} */
   start(task) {
     const json = toTaskJson(task);
     const type = task !== null && typeof task === 'object' ? (typeof task.type === 'string' ? task.type : null) : typeOf(json);
@@ -143,7 +220,9 @@ class Solver {
     return new PendingSolve(this.#host, slot);
   }
 
-  /** Continues a solve from a snapshot (taken by `pending.snapshot()` or `onCheckpoint`). */
+  /** Continues a solve from a snapshot (taken by `pending.snapshot()` or `onCheckpoint`).
+   * @param {string} snapshot
+   * @returns {PendingSolve} */
   resume(snapshot) {
     if (typeof snapshot !== 'string') throw new TypeError('a snapshot is the string snapshot() returned');
     return new PendingSolve(this.#host, this.#host.restore(snapshot, this.#key));
@@ -153,24 +232,37 @@ class Solver {
    * Drives `pending` to its end under the thread budget. `onCheckpoint(snapshot)` is awaited after
    * each result that leaves the solve in flight; resuming its latest snapshot continues the solve.
    * `signal` aborts the run (the solve is closed; resume from the last checkpoint).
+   * @param {PendingSolve} pending
+   * @param {RunOptions} [options]
+   * @returns {Promise<Solution>}
    */
   async run(pending, options = {}) {
-    return this.#drive(pending, runOptions(options), this.#budget);
+    return this.#drive(pending, runOptions(options), true);
   }
 
   /**
-   * Drives `pending` to its end, first taking a thread of `budget` (null: the caller holds one);
-   * closes it when done, also when stopped while it waits for the thread.
+   * Drives `pending` to its end, first taking a thread of the budget if `takeThread` (else the
+   * caller holds one); closes it when done, also when stopped while it waits for the thread.
+   * @param {PendingSolve} pending
+   * @param {RunOptions} options
+   * @param {boolean} takeThread
+   * @returns {Promise<Solution>}
    */
-  async #drive(pending, { onCheckpoint, signal }, budget) {
+  async #drive(pending, { onCheckpoint, signal }, takeThread) {
     const slot = PendingSolve.slotOf(pending, this.#host);
+    if (!this.#host.isOpen(slot)) throw new SolveClosedError();
     if (this.#running.has(slot)) throw new Error('this solve is already being run');
     this.#running.add(slot);
     const host = this.#host;
     const clock = this.#clock;
+    let budget = null;
     let ticket = null;
     try {
-      if (budget) ticket = await budget.enter(signal);
+      if (takeThread) {
+        budget = await this.#threadBudget();
+        ticket = await budget.enter(signal);
+      }
+      /** @type {import('./host.cjs').RawOutput} */
       let output;
       try {
         output = host.pollOutput(slot, BigInt(clock.nowMs()));
@@ -186,6 +278,8 @@ class Solver {
           return new Solution(output.val, host);
         }
         if (output.tag === 'failed') throw errorFromFailure(output.val);
+        /** @type {{id: bigint, at: bigint, url: string, contentType: string,
+         *   body: {tag: string, val: string | Uint8Array}, timeoutMs: bigint}} jco's raw `http-request` */
         const request = output.val;
         await clock.sleepUntil(Number(request.at), signal);
         const reply = await send(this.#fetch, clock, request, signal);
@@ -202,23 +296,28 @@ class Solver {
     } finally {
       this.#running.delete(slot);
       host.drop(slot);
-      if (ticket !== null) budget.leave(ticket);
+      if (budget !== null && ticket !== null) budget.leave(ticket);
     }
   }
 
-  /** The plan's threads: `{threads, workingThreads, free}`. */
+  /** The plan's threads: `{threads, workingThreads, free}`.
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<ThreadsInfo>} */
   async threadsInfo({ signal } = {}) {
     const info = await this.#account('threadsInfoRequest', 'parseThreadsInfo', signal);
     return { threads: Number(info.threads), workingThreads: Number(info.workingThreads), free: Number(info.free) };
   }
 
-  /** The account balance. */
+  /** The account balance.
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<number>} */
   async balance({ signal } = {}) {
     return this.#account('balanceRequest', 'parseBalance', signal);
   }
 
   /** The learned solve-times models (adaptive polling), by captcha type, as text (no key or
-   * token): give them to a later solver as `options.solveTimes` to continue learning. */
+   * token): give them to a later solver as `options.solveTimes` to continue learning.
+   * @returns {Record<string, string>} */
   solveTimes() {
     return this.#host.solveTimes();
   }
@@ -229,11 +328,19 @@ class Solver {
     return this.#host.firstWaits();
   }
 
-  /** `{capacity, running, queued}` of the thread budget, or null without one. */
+  /** `{capacity, running, queued}` of the thread budget; null until the plan's threads are read.
+   * @returns {{capacity: number, running: number, queued: number} | null} */
   budget() {
     return this.#budget?.stats() ?? null;
   }
 
+  /**
+   * An account call: the engine builds the request and reads the reply.
+   * @param {string} build the WIT function that builds the request
+   * @param {string} parse the WIT function that reads the reply
+   * @param {AbortSignal} [signal]
+   * @returns {Promise<any>} the WIT result (jco's raw value)
+   */
   async #account(build, parse, signal) {
     const host = this.#host;
     const built = host.account((root) => engineResult(() => root.account[build](this.#key, this.#witConfig)));

@@ -3,6 +3,10 @@
 // sender that posts a request exactly as the engine gave it and returns what came back as the
 // WIT `reply` (`{tag: 'ok', val: {status, body}}` or `{tag: 'err', val: transport error}`).
 
+/** The clock's scale range: the CLI's `--time-scale` and the emulator's. */
+const MIN_SCALE = 0.01;
+const MAX_SCALE = 10_000;
+
 /** Epoch milliseconds from a monotonic source, optionally running `scale` times faster. */
 class Clock {
   #startMs;
@@ -10,8 +14,11 @@ class Clock {
   #scale;
 
   constructor(scale = 1) {
-    if (typeof scale !== 'number' || !(scale > 0) || !Number.isFinite(scale)) {
-      throw new TypeError(`timeScale must be a positive number (got ${scale})`);
+    if (typeof scale !== 'number' || Number.isNaN(scale)) {
+      throw new TypeError(`timeScale must be a number (got ${String(scale)})`);
+    }
+    if (!(scale >= MIN_SCALE && scale <= MAX_SCALE)) {
+      throw new RangeError(`timeScale must be from ${MIN_SCALE} to ${MAX_SCALE} (got ${scale})`);
     }
     this.#scale = scale;
     this.#startPerf = performance.now();
@@ -23,12 +30,15 @@ class Clock {
     return this.#startMs + Math.floor((performance.now() - this.#startPerf) * this.#scale);
   }
 
-  /** Real milliseconds for `virtualMs`. */
+  /** Real milliseconds for `virtualMs`.
+   * @param {number} virtualMs */
   realMs(virtualMs) {
     return virtualMs / this.#scale;
   }
 
-  /** Resolves once `nowMs() >= atMs` (rejects with the signal's reason if it aborts first). */
+  /** Resolves once `nowMs() >= atMs` (rejects with the signal's reason if it aborts first).
+   * @param {number} atMs
+   * @param {AbortSignal} [signal] */
   async sleepUntil(atMs, signal) {
     for (;;) {
       signal?.throwIfAborted();
@@ -39,11 +49,16 @@ class Clock {
   }
 }
 
+/**
+ * @param {number} ms
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<void>}
+ */
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal.reason);
+      reject(signal?.reason);
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
@@ -87,6 +102,12 @@ const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
  * Sends `request` (a WIT `http-request`) with `fetchFn` and returns the WIT `reply`. The request
  * is given up after its `timeoutMs` (on `clock`'s scale) as `timeout`; `signal` aborts the whole
  * exchange by rejecting with its reason (the solve is left waiting for this request).
+ * @param {typeof globalThis.fetch} fetchFn
+ * @param {Clock} clock
+ * @param {{url: string, contentType: string, body: {tag: string, val: string | Uint8Array},
+ *   timeoutMs: bigint}} request jco's raw `http-request`
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<{tag: 'ok', val: {status: number, body: string}} | {tag: 'err', val: 'timeout' | 'connect' | 'broken'}>}
  */
 async function send(fetchFn, clock, request, signal) {
   const timeout = AbortSignal.timeout(Math.max(1, Math.ceil(clock.realMs(Number(request.timeoutMs)))));
@@ -95,7 +116,7 @@ async function send(fetchFn, clock, request, signal) {
     const response = await fetchFn(request.url, {
       method: 'POST', // the WIT: every request is a POST
       headers: { 'content-type': request.contentType },
-      body: request.body.val, // form text or multipart bytes, as given
+      body: /** @type {BodyInit} */ (request.body.val), // form text or multipart bytes, as given
       redirect: 'manual', // the engine reads every status itself
       signal: combined,
     });
@@ -108,8 +129,11 @@ async function send(fetchFn, clock, request, signal) {
   }
 }
 
+/** @param {unknown} error */
 function notDelivered(error) {
-  for (let e = error, depth = 0; e && depth < 5; e = e.cause, depth += 1) {
+  /** @type {any} */
+  let e = error;
+  for (let depth = 0; e && depth < 5; e = e.cause, depth += 1) {
     if (NOT_DELIVERED.has(e.code) || e.syscall === 'connect' || e.syscall === 'getaddrinfo') return true;
     if (typeof e.message === 'string' && DENO_NOT_CONNECTED.test(e.message)) return true;
   }

@@ -173,6 +173,27 @@ test('the thread budget keeps at most `threads` solves in flight', { timeout: 90
   assert.deepEqual(s.budget(), { capacity: 2, running: 0, queued: 0 });
 });
 
+test('without `threads`, the plan\'s threads hold more solves than it has (one threadsinfo)', { timeout: 90_000 }, async () => {
+  // Four times as many solves as the plan's threads at once: without the budget the extra ones
+  // wait on CaptchaAI's busy answers and some reach their deadline.
+  const actions = [];
+  const logging = async (url, init) => {
+    const response = await fetch(url, init);
+    const body = await response.clone().text();
+    actions.push(url.endsWith('/in.php') ? 'submit' : new URLSearchParams(init.body).get('action'));
+    if (body.includes('ERROR_NO_SLOT_AVAILABLE')) actions.push('busy');
+    return response;
+  };
+  const s = solver(KEY, {}, { fetch: logging });
+  assert.equal(s.budget(), null, 'not read before the first solve');
+  const solutions = await Promise.all(Array.from({ length: 4 * THREADS }, () => s.solve(recaptcha())));
+  assert.ok(solutions.every((x) => x.answer.length > 20));
+  assert.equal(actions.filter((a) => a === 'threadsinfo').length, 1);
+  assert.equal(actions.filter((a) => a === 'submit').length, 4 * THREADS);
+  assert.ok(!actions.includes('busy'), 'never turned away for busy threads');
+  assert.deepEqual(s.budget(), { capacity: THREADS, running: 0, queued: 0 });
+});
+
 test('a run aborted while queued for the budget is withdrawn and closed', { timeout: 60_000 }, async () => {
   const s = solver(KEY, {}, { threads: 1 });
   const first = s.solve(recaptcha());

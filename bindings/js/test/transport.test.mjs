@@ -146,5 +146,5 @@ test('the clock sleeps until a due time and never runs backwards', async () => {
   clearTimeout(unscaled);
   assert.equal(first, 'scaled', 'a scaled sleep lasts its time divided by the scale');
   assert.ok(fast.nowMs() >= start + 5_000);
-  assert.throws(() => new Clock(0), TypeError);
+  assert.throws(() => new Clock(0), RangeError);
 });

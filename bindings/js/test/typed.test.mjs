@@ -6,7 +6,14 @@ import { test } from 'node:test';
 import { inspect } from 'node:util';
 import { instantiateComponent } from '../src/engine.cjs';
 import { EngineHost } from '../src/host.cjs';
-import { CaptchaAIError, PermanentError, SnapshotError, Solver, TransientError } from '../src/index.mjs';
+import {
+  CaptchaAIError,
+  PermanentError,
+  SnapshotError,
+  SolveClosedError,
+  Solver,
+  TransientError,
+} from '../src/index.mjs';
 
 const KEY = 'Leak0Canary0Key0Abcdef0123456789';
 const TASK = { type: 'turnstile', sitekey: '0x4AAAAAAABkMYinukE8nzY', pageurl: 'https://portal.example.com/login' };
@@ -77,6 +84,7 @@ test('values of the wrong type are TypeErrors naming what is wrong', async () =>
   assert.throws(() => new Solver(KEY, { maxPollErrors: -1 }, offline), /config.maxPollErrors/);
   assert.throws(() => new Solver(KEY, {}, { fetch: 'no' }), /options.fetch/);
   assert.throws(() => new Solver(KEY, {}, { ...offline, threads: 1.5 }), /threads must be a non-negative integer/);
+  assert.throws(() => new Solver(KEY, {}, null), /options must be an object/);
   const solver = new Solver(KEY, {}, offline);
   assert.throws(() => solver.start(null), TypeError);
   assert.throws(() => solver.start([1]), TypeError);
@@ -85,6 +93,26 @@ test('values of the wrong type are TypeErrors naming what is wrong', async () =>
   assert.throws(() => solver.start(cyclic), /cannot be written as JSON/);
   assert.throws(() => solver.resume(42), TypeError);
   await assert.rejects(solver.run({}), TypeError);
+});
+
+test('an unknown solver or run option is a TypeError naming it, never ignored', async () => {
+  assert.throws(() => new Solver(KEY, {}, { ...offline, thread: 4 }), (e) => e instanceof TypeError && /unknown solver option "thread"/.test(e.message));
+  assert.throws(() => new Solver(KEY, {}, { timescale: 10 }), /unknown solver option "timescale" \(known: fetch, threads, timeScale, solveTimes\)/);
+  const solver = new Solver(KEY, {}, { ...offline, threads: 1 });
+  const pending = solver.start(TASK);
+  await assert.rejects(solver.run(pending, { onCheckPoint: () => {} }), /unknown run option "onCheckPoint"/);
+  await assert.rejects(solver.solve(TASK, { abortSignal: AbortSignal.timeout(1) }), /unknown run option "abortSignal"/);
+  assert.equal(pending.open, true, 'refused before anything was sent');
+});
+
+test('timeScale is a number from 0.01 to 10000, like the CLI\'s --time-scale', () => {
+  for (const scale of [0.01, 1, 50, 10_000]) assert.ok(new Solver(KEY, {}, { ...offline, timeScale: scale }));
+  for (const scale of [0, 0.001, -1, 10_001, 1e300, Infinity]) {
+    assert.throws(() => new Solver(KEY, {}, { ...offline, timeScale: scale }), (e) => e instanceof RangeError && /from 0.01 to 10000/.test(e.message), String(scale));
+  }
+  for (const scale of ['10', NaN, 10n]) {
+    assert.throws(() => new Solver(KEY, {}, { ...offline, timeScale: scale }), TypeError, String(scale));
+  }
 });
 
 test('a thread budget the engine refuses is a PermanentError', () => {
@@ -115,7 +143,10 @@ test('a finished or closed solve cannot be run again', async () => {
   const pending = solver.start(TASK);
   pending.close();
   assert.equal(pending.open, false);
-  await assert.rejects(solver.run(pending), /finished or was closed/);
+  await assert.rejects(solver.run(pending), (e) => e instanceof SolveClosedError && /finished or was closed/.test(e.message));
+  for (const read of [() => pending.taskId, () => pending.deadline, () => pending.snapshot()]) {
+    assert.throws(read, SolveClosedError);
+  }
   const noRetries = new Solver(KEY, { maxSubmitRetries: 0 }, offline);
   const twice = noRetries.start(TASK);
   const first = noRetries.run(twice);

@@ -69,8 +69,8 @@ class Emulator:
         self.process = subprocess.Popen([str(path), "--port", "0", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
         atexit.register(self.stop)
-        lines: "queue.Queue[str]" = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in self.process.stdout], daemon=True).start()
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in self.process.stdout], daemon=True).start()
         try:
             line = lines.get(timeout=STARTUP_TIMEOUT_S)
         except queue.Empty:
@@ -112,7 +112,7 @@ class EngineTimer:
         self.cpu_s = 0.0
         self._original = Engine._call
 
-    def __enter__(self) -> "EngineTimer":
+    def __enter__(self) -> EngineTimer:
         original, timer = self._original, self
 
         def timed(engine, name, *args):
@@ -225,6 +225,7 @@ def main() -> int:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     from importlib.metadata import version
+
     import httpx
     print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, wasmtime-py {version('wasmtime')}, "
           f"fd limit {soft} (hard {hard}), load {loadavg()}")

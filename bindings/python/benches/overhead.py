@@ -16,8 +16,7 @@ from pathlib import Path
 import wasmtime
 from wasmtime.component import Record
 
-from captchaai_engine import Config, Engine, Response, Send, Solved
-from captchaai_engine import _component
+from captchaai_engine import Config, Engine, Response, Send, Solved, _component
 
 VECTOR = Path(__file__).resolve().parents[3] / "testdata" / "vectors" / "type_recaptcha_v2.json"
 

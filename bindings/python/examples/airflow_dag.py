@@ -1,4 +1,4 @@
-# unchecked: needs Airflow 3 and the captchaai connection and pool above; tests/integrations/test_airflow_example.py runs this file
+# unchecked: needs Airflow 3, the connection and pool; tests/integrations/test_airflow_example.py runs this file
 from datetime import timedelta
 
 from airflow.sdk import dag, task
@@ -36,7 +36,7 @@ def portal_logins():
 
     @task
     def report(results: list[dict]) -> None:
-        for region, result in zip(REGIONS, results):
+        for region, result in zip(REGIONS, results, strict=True):
             print(f"{region}: CaptchaAI task {result['captcha_task_id']} in {result['solved_in_ms']} ms")
 
     report([login.output for login in logins])

@@ -13,8 +13,8 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, List
 
 import pytest
 
@@ -43,10 +43,10 @@ def emulator_path() -> Path:
 class Emulator:
     """A running emulator process; ``base_url`` is where it listens."""
 
-    def __init__(self, args: List[str]) -> None:
+    def __init__(self, args: list[str]) -> None:
         self.process = subprocess.Popen([str(emulator_path()), *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        lines: "queue.Queue[str]" = queue.Queue()
+        lines: queue.Queue[str] = queue.Queue()
 
         def pump() -> None:
             assert self.process.stdout is not None
@@ -82,7 +82,7 @@ class Emulator:
 def start_emulator() -> Iterator:
     """Starts emulators with extra flags (seed preset; time scale TIME_SCALE unless given); all
     stopped at teardown."""
-    started: List[Emulator] = []
+    started: list[Emulator] = []
 
     def start(*flags: str, time_scale: float = TIME_SCALE) -> Emulator:
         emulator = Emulator(["--port", "0", "--seed", "7", "--time-scale", str(time_scale), *flags])

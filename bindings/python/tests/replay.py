@@ -9,23 +9,33 @@ its solve with that model (``solve_times_from_text``, then ``create`` with it), 
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
-from captchaai_engine import (Config, Engine, EngineMisuse, Failure, Failed, Response, Send, SnapshotError, Solved,
-                              SolveTimesError)
+from captchaai_engine import (
+    Config,
+    Engine,
+    EngineMisuse,
+    Failed,
+    Failure,
+    Response,
+    Send,
+    SnapshotError,
+    Solved,
+    SolveTimesError,
+)
 from captchaai_engine.types import TransportErrorKind
 
 MAX_EVENTS = 1000
 
 
-def event(at: int, kind: str, body: Any) -> Dict[str, Any]:
+def event(at: int, kind: str, body: Any) -> dict[str, Any]:
     return {"at": at, kind: body}
 
 
-def output_event(at: int, output: Any) -> Dict[str, Any]:
+def output_event(at: int, output: Any) -> dict[str, Any]:
     if isinstance(output, Send):
         r = output.request
-        send: Dict[str, Any] = {
+        send: dict[str, Any] = {
             "id": r.id,
             "kind": r.kind.value,
             "at": r.at,
@@ -55,11 +65,11 @@ def output_event(at: int, output: Any) -> Dict[str, Any]:
     return event(at, "failed", output.failure.to_dict())
 
 
-def replay(engine: Engine, vector: Dict[str, Any]) -> List[Dict[str, Any]]:
+def replay(engine: Engine, vector: dict[str, Any]) -> list[dict[str, Any]]:
     return replay_full(engine, vector)[0]
 
 
-def replay_full(engine: Engine, vector: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+def replay_full(engine: Engine, vector: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     """The transcript, and with ``solve_times`` the model's text after the replay (having
     observed the solution when the solve was solved; else unchanged)."""
     text = vector.get("solve_times")
@@ -69,7 +79,7 @@ def replay_full(engine: Engine, vector: Dict[str, Any]) -> Tuple[List[Dict[str, 
             times = engine.solve_times_from_text(text)
         except SolveTimesError as e:
             return [event(vector.get("start_ms", 0), "error", f"solve_times refused: {e}")], None
-    solved: List[Any] = []
+    solved: list[Any] = []
     transcript = _replay(engine, vector, times, solved)
     if times is None:
         return transcript, None
@@ -78,8 +88,8 @@ def replay_full(engine: Engine, vector: Dict[str, Any]) -> Tuple[List[Dict[str, 
     return transcript, engine.solve_times_text(times)
 
 
-def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any]) -> List[Dict[str, Any]]:
-    events: List[Dict[str, Any]] = []
+def _replay(engine: Engine, vector: dict[str, Any], times: Any, solved: list[Any]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
     now = vector.get("start_ms", 0)
     key = vector["key"]
     try:
@@ -157,7 +167,7 @@ def _replay(engine: Engine, vector: Dict[str, Any], times: Any, solved: List[Any
                     return events
                 raw = reply["body"].encode("utf-8") if "body" in reply else base64.b64decode(reply["body_base64"])
                 now += reply["after_ms"]
-                fed: Dict[str, Any] = {"id": request.id, "status": reply["status"]}
+                fed: dict[str, Any] = {"id": request.id, "status": reply["status"]}
                 if "body" in reply:
                     fed["body"] = reply["body"]
                 else:

@@ -192,6 +192,14 @@ def test_bad_input_gets_typed_errors():
         assert caught.value.code == "INVALID_TASK"
 
 
+def test_a_clock_scale_is_from_0_01_to_10000_like_the_clis():
+    for scale in (0.01, 1, 50.0, 10_000):
+        assert Clock(scale).scale == scale
+    for scale in (0, 0.001, -1, 10_001, 1e300, float("inf"), float("nan"), True, "10"):
+        with pytest.raises(ValueError, match="from 0.01 to 10000"):
+            Clock(scale)
+
+
 def test_a_malformed_key_is_refused_without_echoing_it():
     key = "short-KEY-abc"
     with Solver(key) as solver:
@@ -216,7 +224,8 @@ def test_host_misuse_is_its_own_error():
     assert engine.poll_output(handle, 1_200) == output
 
 
-@pytest.mark.parametrize("snapshot,kind", [("not json", "malformed"), ('{"a":1}', "foreign"), ('{"format":', "truncated")])
+@pytest.mark.parametrize("snapshot,kind",
+                         [("not json", "malformed"), ('{"a":1}', "foreign"), ('{"format":', "truncated")])
 def test_unusable_snapshots_raise_snapshot_error(snapshot, kind):
     with Solver(KEY) as solver:
         with pytest.raises(SnapshotError) as caught:

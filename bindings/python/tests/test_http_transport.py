@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator, List
 
 import httpx
 import pytest
@@ -39,8 +39,8 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
-def ports(base: str, sequential: int, concurrent: int, max_idle: int = 4) -> List[List[str]]:
-    async def run() -> List[List[str]]:
+def ports(base: str, sequential: int, concurrent: int, max_idle: int = 4) -> list[list[str]]:
+    async def run() -> list[list[str]]:
         async with httpx.AsyncClient(transport=PooledTransport(max_idle=max_idle)) as client:
             one_by_one = [(await client.get(f"{base}/")).text for _ in range(sequential)]
             at_once = [r.text for r in await asyncio.gather(*(client.get(f"{base}/") for _ in range(concurrent)))]

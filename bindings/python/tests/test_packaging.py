@@ -54,3 +54,21 @@ def test_the_extras_are_the_integrations():
 def test_the_pins_parse():
     for framework in FRAMEWORKS:
         assert all(re.fullmatch(r"[0-9][0-9.]*", v) for v in pins(framework).values())
+
+
+def test_a_plain_install_resolves_a_wasmtime_the_fast_path_is_tested_on():
+    """pyproject's wasmtime range ends at the newest major the fast path supports, and test.sh
+    runs the whole suite on that major: ``pip install captchaai-engine`` resolves the newest
+    version the range allows, so it must be one CI runs on the fast path."""
+    from captchaai_engine import _component
+
+    [wasmtime] = [Requirement(text) for text in tomllib.loads((HERE / "pyproject.toml").read_text())
+                  ["project"]["dependencies"] if Requirement(text).name == "wasmtime"]
+    newest = max(_component.FAST_PATH_WASMTIME)
+    assert wasmtime.specifier.contains(f"{newest}.99.0") and not wasmtime.specifier.contains(f"{newest + 1}.0.0"), (
+        f"wasmtime{wasmtime.specifier} should end below {newest + 1} (the fast path is tested up to {newest}.x)")
+    script = (HERE / "test.sh").read_text()
+    main = re.search(r"^WASMTIME_MAIN=(\S+)", script, re.M)
+    assert main and main.group(1).split(".")[0] == str(newest), "test.sh's main run is on the newest fast version"
+    tested = {int(v.split(".")[0]) for v in re.findall(r"^WASMTIME_FAST_\w+=(\S+)", script, re.M)} | {newest}
+    assert tested == set(_component.FAST_PATH_WASMTIME), "test.sh runs every major the fast path allows"

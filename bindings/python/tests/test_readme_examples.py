@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 
@@ -19,14 +18,14 @@ FRAMEWORKS = {"airflow": "airflow_dag.py", "dagster": "dagster_defs.py", "prefec
 RUNS = re.compile(r"^# unchecked: needs [^;]+; tests/integrations/test_(\w+)_example\.py runs this file$")
 
 
-def python_blocks(markdown: str) -> List[str]:
+def python_blocks(markdown: str) -> list[str]:
     """The text of each ```python block (with its final newline)."""
     return [match.group(1) for match in re.finditer(r"^```python\n(.*?)^```$", markdown, re.S | re.M)]
 
 
-def example_blocks() -> Dict[str, List[str]]:
+def example_blocks() -> dict[str, list[str]]:
     """framework -> the README blocks that name its example test."""
-    found: Dict[str, List[str]] = {}
+    found: dict[str, list[str]] = {}
     for block in python_blocks((HERE / "README.md").read_text(encoding="utf-8")):
         match = RUNS.match(block.split("\n", 1)[0])
         if match:

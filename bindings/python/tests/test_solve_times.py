@@ -17,8 +17,8 @@ from captchaai_engine import (
     Response,
     Send,
     Solution,
-    SolveTimesError,
     Solver,
+    SolveTimesError,
     TurnstileTask,
 )
 

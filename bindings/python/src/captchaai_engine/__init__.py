@@ -5,7 +5,7 @@ made by the engine .wasm shipped in this package; the drivers here only move byt
 Use only for portals you own or are licensed to automate.
 """
 
-from .engine import Engine, Failed, Output, Send, SolveHandle, Solved, SolveTimes
+from .engine import Engine, Failed, Output, Send, Solved, SolveHandle, SolveTimes
 from .errors import (
     CaptchaAIError,
     EngineMisuse,
@@ -49,6 +49,6 @@ __all__ = [
     "FriendlyCaptchaTask", "GeeTestTask", "GeeTestV3Task", "GeeTestV4Task", "GridTask", "ImageTask", "LeminTask",
     "Output", "PendingSolve", "PermanentError", "RecaptchaV2EnterpriseTask", "RecaptchaV2Task",
     "RecaptchaV3EnterpriseTask", "RecaptchaV3Task", "Request", "RequestKind", "Response", "Send", "SnapshotError",
-    "Solution", "SolveHandle", "Solved", "SolveTimes", "SolveTimesError", "Solver", "Task", "TASK_TYPES", "ThreadsInfo", "TransientError",
-    "TransportErrorKind", "TurnstileTask", "UnsolvableError",
+    "Solution", "SolveHandle", "Solved", "SolveTimes", "SolveTimesError", "Solver", "Task", "TASK_TYPES", "ThreadsInfo",
+    "TransientError", "TransportErrorKind", "TurnstileTask", "UnsolvableError",
 ]

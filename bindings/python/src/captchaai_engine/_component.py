@@ -10,12 +10,14 @@ warning saying why. ``CAPTCHAAI_ENGINE_PUBLIC_API=1`` picks the public layer on 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, TextIO
 
 import wasmtime
 from wasmtime.component import Component, Linker
@@ -61,6 +63,8 @@ FUNCTIONS = {
         "parse-balance",
         "[static]thread-gate.create",
         "[method]thread-gate.capacity",
+        "[method]thread-gate.enter",
+        "[method]thread-gate.leave",
     ),
     ENDPOINT_INTERFACE: (
         "read-request",
@@ -80,9 +84,10 @@ FUNCTIONS = {
 PACKAGED_WASM = Path(__file__).with_name("captchaai_engine.wasm")
 
 #: The wasmtime-py major versions whose private C bindings ``_wit`` is tested with in CI
-#: (bindings/python/test.sh runs the suite on 49.0.0 and 50.0.1). Any other version runs on the
-#: public component API.
-FAST_PATH_WASMTIME = (49, 50)
+#: (bindings/python/test.sh runs the suite on 51.0.0, 50.0.1 and 49.0.0; pyproject.toml allows
+#: nothing newer, so a plain install takes this path). Any other version runs on the public
+#: component API.
+FAST_PATH_WASMTIME = (49, 50, 51)
 #: Set to ``1`` (or ``true``/``yes``) to use the public component API on any wasmtime version.
 PUBLIC_API_ENV = "CAPTCHAAI_ENGINE_PUBLIC_API"
 
@@ -90,6 +95,21 @@ PUBLIC_API_ENV = "CAPTCHAAI_ENGINE_PUBLIC_API"
 class CallPathWarning(RuntimeWarning):
     """The engine runs on wasmtime-py's public component API (same results, slower calls)
     because the installed wasmtime is not one the fast path is tested with."""
+
+
+def warn_on_stderr(message: str, category: type[Warning], stacklevel: int) -> None:
+    """A warning through the warnings module (its filters apply: ``-W ignore::...`` silences it)
+    that is always shown on stderr, never on stdout: some frameworks (Airflow) send warnings
+    into their logging on stdout, where one would mix with a command's output, e.g.
+    ``airflow pools set captchaai $(python -c '...plan_threads()...')``."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        warnings.warn(message, category, stacklevel=stacklevel)
 
 
 def wasmtime_version() -> str:
@@ -100,12 +120,12 @@ def wasmtime_version() -> str:
         return "unknown"
 
 
-def _major(version: str) -> Optional[int]:
+def _major(version: str) -> int | None:
     head = version.split(".", 1)[0]
     return int(head) if head.isdigit() else None
 
 
-def choose_call_layer(version: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
+def choose_call_layer(version: str | None = None, env: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Which layer calls the engine, and why: ``("fast", reason)`` or ``("public", reason)``."""
     version = wasmtime_version() if version is None else version
     env = os.environ if env is None else env
@@ -118,7 +138,7 @@ def choose_call_layer(version: Optional[str] = None, env: Optional[Dict[str, str
     return "fast", f"wasmtime {version}"
 
 
-_layer: Optional[ModuleType] = None
+_layer: ModuleType | None = None
 _layer_name = ""
 _layer_lock = threading.Lock()
 
@@ -132,17 +152,22 @@ def call_layer() -> ModuleType:
         with _layer_lock:
             if _layer is None:
                 name, reason = choose_call_layer()
+                layer: ModuleType
                 if name == "fast":
                     try:
-                        from . import _wit as layer
+                        from . import _wit
+
+                        layer = _wit
                     except (ImportError, AttributeError) as error:  # the private bindings moved
                         name, reason = "public", f"{reason}: its private bindings did not load ({error})"
                 if name == "public":
-                    from . import _public as layer
+                    from . import _public
+
+                    layer = _public
 
                     if not os.environ.get(PUBLIC_API_ENV):
-                        warnings.warn(f"{reason}; using wasmtime-py's public component API instead (same results, "
-                                      "slower calls)", CallPathWarning, stacklevel=4)
+                        warn_on_stderr(f"{reason}; using wasmtime-py's public component API instead (same "
+                                       "results, slower calls)", CallPathWarning, stacklevel=5)
                 _layer, _layer_name = layer, name
     return _layer
 
@@ -178,7 +203,7 @@ class Loaded:
         self.engine = wasmtime.Engine()
         self.component = Component.from_file(self.engine, str(path))
         self.linker = Linker(self.engine)
-        self.exports: Dict[str, Any] = {}
+        self.exports: dict[str, Any] = {}
         for interface, names in FUNCTIONS.items():
             iface = self.component.get_export_index(interface)
             if iface is None:
@@ -189,10 +214,10 @@ class Loaded:
                     raise RuntimeError(f"{path} does not export {interface}#{name}")
                 self.exports[name] = index
         self.layer = call_layer()
-        self.signatures: Dict[str, Any] = {}
+        self.signatures: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def instantiate(self, layer: Optional[ModuleType] = None) -> "Instance":
+    def instantiate(self, layer: ModuleType | None = None) -> Instance:
         """A new instance in its own Store, calling through ``layer`` (default: the process's)."""
         store = wasmtime.Store(self.engine)
         instance = self.linker.instantiate(store, self.component)
@@ -217,7 +242,7 @@ class Instance:
     """One instance of the component in its own Store. Not thread-safe: callers serialize. A trap
     leaves it unusable: that call and every later one raise :class:`EngineTrap`."""
 
-    def __init__(self, store: wasmtime.Store, funcs: Dict[str, Tuple[Any, Any]], call: Any) -> None:
+    def __init__(self, store: wasmtime.Store, funcs: dict[str, tuple[Any, Any]], call: Any) -> None:
         self.store = store
         self._funcs = funcs
         self._call = call
@@ -243,7 +268,7 @@ class Instance:
             self.trapped = True
 
 
-_loaded: Optional[Loaded] = None
+_loaded: Loaded | None = None
 _load_lock = threading.Lock()
 
 
@@ -257,7 +282,7 @@ def load() -> Loaded:
     return _loaded
 
 
-_shared: Optional[Instance] = None
+_shared: Instance | None = None
 _shared_lock = threading.Lock()
 
 

@@ -14,13 +14,14 @@ still go through the client's own proxy transports.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, AsyncIterator, Dict, List, Tuple
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpcore
 import httpx
 
 #: httpcore's exceptions as httpx's own transport maps them, most specific first.
-_EXCEPTIONS: Tuple[Tuple[type, type], ...] = (
+_EXCEPTIONS: tuple[tuple[type, type], ...] = (
     (httpcore.ConnectTimeout, httpx.ConnectTimeout),
     (httpcore.ReadTimeout, httpx.ReadTimeout),
     (httpcore.WriteTimeout, httpx.WriteTimeout),
@@ -81,7 +82,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._ssl_context = httpx.create_ssl_context()
         self._max_idle = max_idle
         self._keepalive_expiry = keepalive_expiry
-        self._idle: Dict[Any, List[httpcore.AsyncHTTPConnection]] = {}
+        self._idle: dict[Any, list[httpcore.AsyncHTTPConnection]] = {}
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

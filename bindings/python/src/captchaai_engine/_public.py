@@ -19,7 +19,8 @@ the same results: the golden vectors run on both paths.
 
 from __future__ import annotations
 
-from typing import Any, Callable, FrozenSet, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from wasmtime.component import (
     F32,
@@ -52,7 +53,7 @@ from wasmtime.component import (
 
 Lift = Callable[[Any], Any]
 Lower = Callable[[Any], Any]
-Cases = List[Tuple[str, Any]]
+Cases = list[tuple[str, Any]]
 
 _NONE = object  # the class wasmtime-py counts for a case without a payload: anything
 
@@ -65,7 +66,7 @@ def _cases(ty: Any) -> Cases:
     return [("ok", ty.ok), ("err", ty.err)]
 
 
-def classes(ty: Any) -> FrozenSet[type]:
+def classes(ty: Any) -> frozenset[type]:
     """The Python classes wasmtime-py gives a value of type ``ty`` (its documented mapping)."""
     if isinstance(ty, Bool):
         return frozenset({bool})
@@ -88,7 +89,7 @@ def classes(ty: Any) -> FrozenSet[type]:
     if isinstance(ty, (VariantType, OptionType, ResultType)):
         if tagged(_cases(ty)):
             return frozenset({Variant})
-        out: set = set()
+        out: set[type] = set()
         for _, case in _cases(ty):
             out |= {_NONE} if case is None else classes(case)
         return frozenset(out)
@@ -97,7 +98,7 @@ def classes(ty: Any) -> FrozenSet[type]:
 
 def tagged(cases: Cases) -> bool:
     """Whether wasmtime-py tags values of a variant-like type: when two cases share a class."""
-    seen: set = set()
+    seen: set[type] = set()
     for _, case in cases:
         mine = {_NONE} if case is None else classes(case)
         if mine & seen:
@@ -106,7 +107,7 @@ def tagged(cases: Cases) -> bool:
     return False
 
 
-def _untagged_case(cases: List[Tuple[str, Optional[Lift], FrozenSet[type]]], value: Any) -> Tuple[str, Any]:
+def _untagged_case(cases: list[tuple[str, Lift | None, frozenset[type]]], value: Any) -> tuple[str, Any]:
     for name, lift, kinds in cases:
         if lift is None:
             if value is None:
@@ -135,7 +136,7 @@ def lifter(ty: Any) -> Lift:
         if not tagged(_cases(ty)):
             return lambda v: _untagged_case(cases, v)
 
-        def lift_tagged(v: Any) -> Tuple[str, Any]:
+        def lift_tagged(v: Any) -> tuple[str, Any]:
             lift = by_tag[v.tag]
             return (v.tag, None if lift is None else lift(v.payload))
 
@@ -147,7 +148,7 @@ def lifter(ty: Any) -> Lift:
         return lambda v: [element(e) for e in v]
     if isinstance(ty, TupleType):
         elements = [lifter(e) for e in ty.elements]
-        return lambda v: tuple(lift(e) for lift, e in zip(elements, v))
+        return lambda v: tuple(lift(e) for lift, e in zip(elements, v, strict=True))
     return lambda v: v  # scalars, strings, enums (their case name), resources
 
 
@@ -256,14 +257,14 @@ class Signature:
 
     def __init__(self, name: str, func_type: Any) -> None:
         self.name = name
-        self.lowers: List[Lower] = [lowerer(t, f"{name}({pname})") for pname, t in func_type.params]
+        self.lowers: list[Lower] = [lowerer(t, f"{name}({pname})") for pname, t in func_type.params]
         result = func_type.result
-        self.lift: Optional[Lift] = lifter(result) if result is not None else None
+        self.lift: Lift | None = lifter(result) if result is not None else None
 
 
-def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> Any:
+def call(store: Any, func: Any, signature: Signature, args: tuple[Any, ...]) -> Any:
     """Calls ``func`` (a ``wasmtime.component.Func``) with ``args``; a trap raises WasmtimeError."""
     if len(args) != len(signature.lowers):
         raise TypeError(f"{signature.name} takes {len(signature.lowers)} arguments, got {len(args)}")
-    result = func(store, *[lower(arg) for lower, arg in zip(signature.lowers, args)])
+    result = func(store, *[lower(arg) for lower, arg in zip(signature.lowers, args, strict=True)])
     return None if signature.lift is None else signature.lift(result)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import MISSING, fields
-from typing import Any, ClassVar, Dict, Mapping, Optional, Union
+from typing import Any, ClassVar
 
-Image = Union[str, bytes]
+Image = str | bytes
 """A base64 string (a ``data:`` URI prefix is allowed) or the raw image bytes."""
 
 
@@ -18,10 +19,10 @@ class TaskBase:
 
     type: ClassVar[str] = ""
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The task JSON object: ``{"type": ..., <set fields>, "extra": {...}}``; bytes become
         base64 text."""
-        out: Dict[str, Any] = {"type": self.type}
+        out: dict[str, Any] = {"type": self.type}
         for f in fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass
             value = getattr(self, f.name)
             if value is None or (f.name == "extra" and not value):
@@ -46,7 +47,7 @@ class TaskBase:
         return f"{type(self).__name__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in required + optional)})"
 
 
-TaskLike = Union[TaskBase, Mapping[str, Any], str]
+TaskLike = TaskBase | Mapping[str, Any] | str
 """A Task, a task JSON object (dict), or task JSON text."""
 
 
@@ -64,7 +65,7 @@ def task_json(task: TaskLike) -> str:
         raise TypeError(f"the task is not JSON-serializable: {e}") from None
 
 
-def task_type(task: TaskLike) -> Optional[str]:
+def task_type(task: TaskLike) -> str | None:
     """The task's type name, if it has a string one."""
     if isinstance(task, TaskBase):
         return task.type

@@ -20,20 +20,28 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections.abc import Callable
 from ctypes import byref
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any
 
-from wasmtime import WasmtimeError, _bindings, _ffi as ffi
-from wasmtime.component import ResourceAny, _types as T
+from wasmtime import WasmtimeError, _bindings
+from wasmtime import _ffi as ffi
+from wasmtime.component import ResourceAny
+from wasmtime.component import _types as T
 from wasmtime.component._enter import maybe_raise_last_exn
 
 _VAL = ffi.wasmtime_component_val_t
 _VAL_SIZE = ctypes.sizeof(_VAL)
-_UNION_OFFSET = _VAL.of.offset
 
 
 def _kind(name: str) -> int:
-    return getattr(ffi, "WASMTIME_COMPONENT_" + name).value
+    return int(getattr(ffi, "WASMTIME_COMPONENT_" + name).value)
+
+
+def _offset(structure: type, field: str) -> int:
+    """Where ``field`` starts in a ctypes ``structure`` (its class attribute is a field
+    descriptor, which wasmtime-py's annotations type as the field's value)."""
+    return int(getattr(structure, field).offset)
 
 
 K_BOOL = _kind("BOOL")
@@ -56,18 +64,18 @@ Lower = Callable[[Any, Any], None]
 # becomes a bool so the free skips them). Offsets and sizes come from wasmtime-py's ctypes layout.
 
 _string_at = ctypes.string_at
-_UNION = _VAL.of.offset
+_UNION = _offset(_VAL, "of")
 _ENTRY = ffi.wasmtime_component_valrecord_entry
 _ENTRY_SIZE = ctypes.sizeof(_ENTRY)
-_ENTRY_VAL = _ENTRY.val.offset
-_VEC_SIZE = ffi.wasm_byte_vec_t.size.offset
-_VEC_DATA = ffi.wasm_byte_vec_t.data.offset
-_VARIANT_VAL = ffi.wasmtime_component_valvariant.val.offset
-_RESULT_VAL = ffi.wasmtime_component_valresult.val.offset
-_LIST_SIZE = ffi.wasmtime_component_vallist.size.offset
-_LIST_DATA = ffi.wasmtime_component_vallist.data.offset
-_RECORD_SIZE = ffi.wasmtime_component_valrecord.size.offset
-_RECORD_DATA = ffi.wasmtime_component_valrecord.data.offset
+_ENTRY_VAL = _offset(_ENTRY, "val")
+_VEC_SIZE = _offset(ffi.wasm_byte_vec_t, "size")
+_VEC_DATA = _offset(ffi.wasm_byte_vec_t, "data")
+_VARIANT_VAL = _offset(ffi.wasmtime_component_valvariant, "val")
+_RESULT_VAL = _offset(ffi.wasmtime_component_valresult, "val")
+_LIST_SIZE = _offset(ffi.wasmtime_component_vallist, "size")
+_LIST_DATA = _offset(ffi.wasmtime_component_vallist, "data")
+_RECORD_SIZE = _offset(ffi.wasmtime_component_valrecord, "size")
+_RECORD_DATA = _offset(ffi.wasmtime_component_valrecord, "data")
 _SIZE_T = struct.Struct("@N" if ctypes.sizeof(ctypes.c_size_t) == ctypes.sizeof(ctypes.c_void_p) else "@Q")
 _PTR = struct.Struct("@P")
 if ctypes.sizeof(ctypes.c_size_t) != _SIZE_T.size:  # pragma: no cover - exotic platforms
@@ -101,7 +109,7 @@ def lifter(ty: Any) -> Lift:
         fields = [(name, lifter(fty), i * _ENTRY_SIZE + _ENTRY_VAL) for i, (name, fty) in enumerate(ty.fields)]
         total = len(fields) * _ENTRY_SIZE
 
-        def lift_record(buf: bytes, off: int, base: int) -> dict:
+        def lift_record(buf: bytes, off: int, base: int) -> dict[str, Any]:
             data = _ptr_at(buf, off + _UNION + _RECORD_DATA)[0]
             entries = _string_at(data, total)
             return {name: lift(entries, at, data) for name, lift, at in fields}
@@ -110,7 +118,7 @@ def lifter(ty: Any) -> Lift:
     if isinstance(ty, T.VariantType):
         cases = {name: (lifter(cty) if cty is not None else None) for name, cty in ty.cases}
 
-        def lift_variant(buf: bytes, off: int, base: int) -> Tuple[str, Any]:
+        def lift_variant(buf: bytes, off: int, base: int) -> tuple[str, Any]:
             tag = _text_at(buf, off + _UNION)
             lift = cases[tag]
             if lift is None:
@@ -131,7 +139,7 @@ def lifter(ty: Any) -> Lift:
         ok = lifter(ty.ok) if ty.ok is not None else None
         err = lifter(ty.err) if ty.err is not None else None
 
-        def lift_result(buf: bytes, off: int, base: int) -> Tuple[str, Any]:
+        def lift_result(buf: bytes, off: int, base: int) -> tuple[str, Any]:
             is_ok = buf[off + _UNION] != 0
             lift = ok if is_ok else err
             if lift is None:
@@ -154,7 +162,7 @@ def lifter(ty: Any) -> Lift:
             return lift_bytes
         inner = lifter(element)
 
-        def lift_list(buf: bytes, off: int, base: int) -> list:
+        def lift_list(buf: bytes, off: int, base: int) -> list[Any]:
             n = _size_at(buf, off + _UNION + _LIST_SIZE)[0]
             if n == 0:
                 return []
@@ -166,7 +174,7 @@ def lifter(ty: Any) -> Lift:
     if isinstance(ty, T.TupleType):
         elements = [lifter(e) for e in ty.elements]
 
-        def lift_tuple(buf: bytes, off: int, base: int) -> tuple:
+        def lift_tuple(buf: bytes, off: int, base: int) -> tuple[Any, ...]:
             data = _ptr_at(buf, off + _UNION + _LIST_DATA)[0]  # a tuple is laid out as a list
             items = _string_at(data, len(elements) * _VAL_SIZE)
             return tuple(lift(items, i * _VAL_SIZE, data) for i, lift in enumerate(elements))
@@ -191,8 +199,10 @@ def lifter(ty: Any) -> Lift:
 # The C functions called on every engine call, taken without wasmtime-py's Python wrappers, and
 # `wasm_byte_vec_new` with untyped pointers so a text is copied from its `bytes` at a C address
 # with no ctypes objects made (measured: a canned reCAPTCHA v2 solve with checkpoints, 260 -> 230 µs).
-_byte_vec_new_at = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)(
-    ctypes.cast(_bindings._wasm_byte_vec_new, ctypes.c_void_p).value)
+_byte_vec_new_address = ctypes.cast(_bindings._wasm_byte_vec_new, ctypes.c_void_p).value
+if _byte_vec_new_address is None:  # pragma: no cover - the library always has the function
+    raise ImportError("wasm_byte_vec_new is missing from the wasmtime library")
+_byte_vec_new_at = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)(_byte_vec_new_address)
 _val_delete = _bindings._wasmtime_component_val_delete
 _func_call = _bindings._wasmtime_component_func_call
 _resource_clone = _bindings._wasmtime_component_resource_any_clone
@@ -206,7 +216,7 @@ _KIND = _VAL.kind.offset
 _BYTES_AT_ONCE = _VAL.kind.size == 1
 _addressof = ctypes.addressof
 _memset = ctypes.memset
-_ENTRY_NAME = _ENTRY.name.offset
+_ENTRY_NAME = _offset(_ENTRY, "name")
 
 
 def _new_text_at(address: int, text: str) -> None:
@@ -221,6 +231,11 @@ def _new_text(vec: Any, text: str) -> None:
 
 
 _RANGES = {"u8": (0, 0xFF), "u16": (0, 0xFFFF), "u32": (0, 0xFFFF_FFFF), "u64": (0, 0xFFFF_FFFF_FFFF_FFFF)}
+
+
+def _no_lowerer(x: Any, v: Any) -> None:
+    """Stands for a list element lowerer where bytes are lowered at once."""
+    raise AssertionError("bytes are lowered without an element lowerer")
 
 
 def lowerer(ty: Any, where: str = "value") -> Lower:
@@ -337,7 +352,7 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
         return lower_variant
     if isinstance(ty, T.ListType):
         is_bytes = isinstance(ty.element, T.U8)
-        element = None if is_bytes else lowerer(ty.element, f"{where}[]")
+        element: Callable[[Any, Any], None] = _no_lowerer if is_bytes else lowerer(ty.element, f"{where}[]")
 
         def lower_list(x: Any, v: Any) -> None:
             if is_bytes and not isinstance(x, (bytes, bytearray, memoryview)):
@@ -403,12 +418,12 @@ class Signature:
 
     def __init__(self, name: str, func_type: Any) -> None:
         self.name = name
-        self.lowers: List[Lower] = [lowerer(t, f"{name}({pname})") for pname, t in func_type.params]
+        self.lowers: list[Lower] = [lowerer(t, f"{name}({pname})") for pname, t in func_type.params]
         result = func_type.result
-        self.lift: Optional[Lift] = lifter(result) if result is not None else None
+        self.lift: Lift | None = lifter(result) if result is not None else None
 
 
-def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> Any:
+def call(store: Any, func: Any, signature: Signature, args: tuple[Any, ...]) -> Any:
     """Calls ``func`` (a ``wasmtime.component.Func``) with ``args``; a trap raises WasmtimeError."""
     count = len(args)
     if count != len(signature.lowers):
@@ -416,7 +431,7 @@ def call(store: Any, func: Any, signature: Signature, args: Tuple[Any, ...]) -> 
     params = (_VAL * count)()
     lowered = 0
     try:
-        for lower, arg in zip(signature.lowers, args):
+        for lower, arg in zip(signature.lowers, args, strict=True):
             lower(arg, params[lowered])
             lowered += 1
         lift = signature.lift

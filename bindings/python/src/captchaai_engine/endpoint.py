@@ -7,8 +7,9 @@ and no code; docs/endpoint.md has the decisions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any
 
 from .errors import Failure
 from .types import Solution, ThreadsInfo
@@ -35,7 +36,7 @@ class ReplyFormat:
     json: bool = False
     cors: bool = False
 
-    def _to_wit(self) -> dict:
+    def _to_wit(self) -> dict[str, Any]:
         return {"json": self.json, "cors": self.cors}
 
 
@@ -45,7 +46,7 @@ class EndpointReply:
 
     status: int
     content_type: str
-    headers: Tuple[Tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...]
     body: str
 
 
@@ -67,7 +68,7 @@ class ResRequest:
     ``("report_good", id)`` or ``("report_bad", id)``."""
 
     key: str
-    action: Tuple[str, Any]
+    action: tuple[str, Any]
     format: ReplyFormat
 
 
@@ -78,11 +79,11 @@ class Refusal:
 
     code: str
     message: str
-    key: Optional[str]
+    key: str | None
     reply: EndpointReply
 
 
-State = Union[str, Solution, Failure]
+State = str | Solution | Failure
 """A solve as a ``get`` sees it: :data:`PENDING`, :data:`NOT_FOUND`, its solution or its failure."""
 
 
@@ -105,7 +106,7 @@ def _path(path: str) -> str:
     return _PATHS[path]
 
 
-def _params(params: Sequence[Tuple[str, str]]) -> list:
+def _params(params: Sequence[tuple[str, str]]) -> list[Any]:
     out = []
     for name, value in params:
         if not isinstance(name, str) or not isinstance(value, str):
@@ -114,7 +115,7 @@ def _params(params: Sequence[Tuple[str, str]]) -> list:
     return out
 
 
-def _uploads(uploads: Sequence[Tuple[str, bytes]]) -> list:
+def _uploads(uploads: Sequence[tuple[str, bytes]]) -> list[Any]:
     out = []
     for name, data in uploads:
         if not isinstance(name, str) or not isinstance(data, (bytes, bytearray, memoryview)):
@@ -123,7 +124,7 @@ def _uploads(uploads: Sequence[Tuple[str, bytes]]) -> list:
     return out
 
 
-def _request(result: Any) -> Union[SubmitRequest, ResRequest, Refusal]:
+def _request(result: Any) -> SubmitRequest | ResRequest | Refusal:
     tag, value = result
     if tag == "err":
         return _refusal(value)
@@ -135,7 +136,7 @@ def _request(result: Any) -> Union[SubmitRequest, ResRequest, Refusal]:
     return ResRequest(key=r["key"], action=(action.replace("-", "_"), payload), format=_format(r["format"]))
 
 
-def _failure_to_wit(f: Failure) -> dict:
+def _failure_to_wit(f: Failure) -> dict[str, Any]:
     return {
         "code": f.code,
         "class": f.failure_class.value,
@@ -159,7 +160,7 @@ def _state(state: State) -> Any:
     raise ValueError(f"a solve state is {PENDING!r}, {NOT_FOUND!r}, a Solution or a Failure, not {state!r}")
 
 
-def _threads(info: ThreadsInfo) -> dict:
+def _threads(info: ThreadsInfo) -> dict[str, Any]:
     return {"threads": info.threads, "working-threads": info.working_threads, "free": info.free}
 
 

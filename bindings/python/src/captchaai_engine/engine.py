@@ -7,13 +7,14 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, cast
 
 from . import _component
 from . import endpoint as _endpoint
 from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
-from .tasks import Task, task_json
+from .tasks import TaskLike, task_json
 from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
 
 
@@ -38,8 +39,8 @@ class Failed:
     failure: Failure
 
 
-Output = Union[Send, Solved, Failed]
-Reply = Union[Response, TransportErrorKind]
+Output = Send | Solved | Failed
+Reply = Response | TransportErrorKind
 
 
 class SolveHandle:
@@ -48,7 +49,7 @@ class SolveHandle:
 
     __slots__ = ("_resource", "task_type", "_engine")
 
-    def __init__(self, engine: "Engine", resource: Any, task_type: str) -> None:
+    def __init__(self, engine: Engine, resource: Any, task_type: str) -> None:
         self._engine = engine
         self._resource = resource
         self.task_type = task_type
@@ -94,13 +95,27 @@ class SolveTimes:
 
     __slots__ = ("_resource", "task_type", "_engine")
 
-    def __init__(self, engine: "Engine", resource: Any, task_type: str) -> None:
+    def __init__(self, engine: Engine, resource: Any, task_type: str) -> None:
         self._engine = engine
         self._resource = resource
         self.task_type = task_type
 
     def __repr__(self) -> str:
         return f"SolveTimes(task_type={self.task_type!r})"
+
+
+class ThreadGate:
+    """The engine's thread gate inside an :class:`Engine` (a WIT ``thread-gate`` resource): it
+    decides which solves may start."""
+
+    __slots__ = ("_resource", "_engine")
+
+    def __init__(self, engine: Engine, resource: Any) -> None:
+        self._engine = engine
+        self._resource = resource
+
+    def __repr__(self) -> str:
+        return "ThreadGate()"
 
 
 class Engine:
@@ -134,8 +149,8 @@ class Engine:
 
     # -- solves --------------------------------------------------------------------------------
 
-    def create(self, task: Union[Task, Mapping[str, Any], str], key: str, config: Optional[Config],
-               now: int, times: Optional[SolveTimes] = None) -> Union[SolveHandle, Failure]:
+    def create(self, task: TaskLike, key: str, config: Config | None,
+               now: int, times: SolveTimes | None = None) -> SolveHandle | Failure:
         """Validates the task, key and config and starts a solve at ``now`` (epoch ms); a problem
         is a permanent :class:`Failure` naming the field, and nothing is sent. With ``times`` (a
         model of the task's type) the first poll is the one the model gives."""
@@ -190,23 +205,23 @@ class Engine:
 
     def snapshot(self, handle: SolveHandle) -> str:
         """The whole in-flight state as versioned JSON, without the key."""
-        return self._call("[method]solve.snapshot", self._own(handle))
+        return cast(str, self._call("[method]solve.snapshot", self._own(handle)))
 
     def snapshot_base(self, handle: SolveHandle) -> str:
         """The part of the snapshot that never changes during a solve (task and config)."""
-        return self._call("[method]solve.snapshot-base", self._own(handle))
+        return cast(str, self._call("[method]solve.snapshot-base", self._own(handle)))
 
     def snapshot_state(self, handle: SolveHandle) -> str:
         """The part that changes with each result (a few hundred bytes)."""
-        return self._call("[method]solve.snapshot-state", self._own(handle))
+        return cast(str, self._call("[method]solve.snapshot-state", self._own(handle)))
 
-    def task_id(self, handle: SolveHandle) -> Optional[str]:
+    def task_id(self, handle: SolveHandle) -> str | None:
         """The current CaptchaAI task id, once a submit was accepted."""
-        return self._call("[method]solve.task-id", self._own(handle))
+        return cast("str | None", self._call("[method]solve.task-id", self._own(handle)))
 
-    def deadline(self, handle: SolveHandle) -> Optional[int]:
+    def deadline(self, handle: SolveHandle) -> int | None:
         """When the deadline passes (epoch ms), once the first submit was sent."""
-        return self._call("[method]solve.deadline", self._own(handle))
+        return cast("int | None", self._call("[method]solve.deadline", self._own(handle)))
 
     def drop(self, handle: SolveHandle) -> None:
         """Frees a solve (its handle is unusable afterwards)."""
@@ -246,19 +261,19 @@ class Engine:
 
     def solve_times_text(self, times: SolveTimes) -> str:
         """The model's text form: versioned JSON under 1 KiB, no key or token."""
-        return self._call("[method]solve-times.to-text", self._own_times(times))
+        return cast(str, self._call("[method]solve-times.to-text", self._own_times(times)))
 
     def observe(self, times: SolveTimes, solution: Solution) -> bool:
         """Learns from a solution of the model's type; returns whether it was used."""
-        return self._call("[method]solve-times.observe", self._own_times(times), solution._to_wit())
+        return cast(bool, self._call("[method]solve-times.observe", self._own_times(times), solution._to_wit()))
 
-    def first_wait_ms(self, times: SolveTimes) -> Optional[int]:
+    def first_wait_ms(self, times: SolveTimes) -> int | None:
         """The first wait the model gives a new solve, or None while the type's table applies."""
-        return self._call("[method]solve-times.first-wait-ms", self._own_times(times))
+        return cast("int | None", self._call("[method]solve-times.first-wait-ms", self._own_times(times)))
 
     def observations(self, times: SolveTimes) -> int:
         """Solves the model learned from."""
-        return self._call("[method]solve-times.observations", self._own_times(times))
+        return cast(int, self._call("[method]solve-times.observations", self._own_times(times)))
 
     def drop_times(self, times: SolveTimes) -> None:
         """Frees a model (its handle is unusable afterwards)."""
@@ -280,50 +295,50 @@ class Engine:
     def is_fresh(self, solution: Solution, now: int, max_age_ms: int) -> bool:
         """Whether ``solution`` may still be used at ``now``: no older than ``max_age_ms`` and
         not past its ``expires_at``."""
-        return self._call("is-fresh", solution._to_wit(), now, max_age_ms)
+        return cast(bool, self._call("is-fresh", solution._to_wit(), now, max_age_ms))
 
     def solution_json(self, solution: Solution) -> str:
         """The engine's client JSON for ``solution``."""
-        return self._call("solution-json", solution._to_wit())
+        return cast(str, self._call("solution-json", solution._to_wit()))
 
     # -- account -------------------------------------------------------------------------------
 
-    def threads_info_request(self, key: str, config: Optional[Config] = None) -> Union[Request, Failure]:
+    def threads_info_request(self, key: str, config: Config | None = None) -> Request | Failure:
         """The ``threadsinfo`` request for the config's base URL and timeout."""
         return self._account_request("threads-info-request", key, config)
 
-    def parse_threads_info(self, reply: Reply) -> Union[ThreadsInfo, Failure]:
+    def parse_threads_info(self, reply: Reply) -> ThreadsInfo | Failure:
         """Reads what came back for a ``threadsinfo`` request."""
         tag, value = self._call("parse-threads-info", _reply(reply))
         if tag == "err":
             return _failure(value)
         return ThreadsInfo(threads=value["threads"], working_threads=value["working-threads"], free=value["free"])
 
-    def balance_request(self, key: str, config: Optional[Config] = None) -> Union[Request, Failure]:
+    def balance_request(self, key: str, config: Config | None = None) -> Request | Failure:
         """The ``getbalance`` request."""
         return self._account_request("balance-request", key, config)
 
-    def parse_balance(self, reply: Reply) -> Union[float, Failure]:
+    def parse_balance(self, reply: Reply) -> float | Failure:
         """Reads what came back for a ``getbalance`` request."""
         tag, value = self._call("parse-balance", _reply(reply))
         return _failure(value) if tag == "err" else float(value)
 
-    def thread_capacity(self, plan_threads: int, reserve: int) -> Union[int, Failure]:
+    def thread_capacity(self, plan_threads: int, reserve: int) -> int | Failure:
         """How many solves the engine's thread gate admits at once for a plan of
         ``plan_threads`` less ``reserve`` threads; a failure when the reserve leaves none."""
         tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
         if tag == "err":
             return _failure(value)
         try:
-            return self._call("[method]thread-gate.capacity", value)
+            return cast(int, self._call("[method]thread-gate.capacity", value))
         finally:
             self._instance.drop(value)
 
     # -- serving CaptchaAI's own in.php / res.php (captchaai_engine.endpoint) -------------------
 
-    def read_request(self, path: str, params: Sequence[Tuple[str, str]],
-                     uploads: Sequence[Tuple[str, bytes]] = ()) -> Union[
-                         _endpoint.SubmitRequest, _endpoint.ResRequest, _endpoint.Refusal]:
+    def read_request(
+        self, path: str, params: Sequence[tuple[str, str]], uploads: Sequence[tuple[str, bytes]] = ()
+    ) -> _endpoint.SubmitRequest | _endpoint.ResRequest | _endpoint.Refusal:
         """Reads a request to ``path`` (``"in.php"`` or ``"res.php"``): its text parameters in
         order (query string, then body; invalid UTF-8 replaced with U+FFFD) and its uploaded file
         parts. Gives the task or the question, or the refusal CaptchaAI would answer."""
@@ -360,24 +375,53 @@ class Engine:
         """The reply for an account call or report that failed."""
         return _endpoint._reply(self._call("render-failure", fmt._to_wit(), _endpoint._failure_to_wit(failure)))
 
-    def render_refusal(self, fmt: Optional[_endpoint.ReplyFormat], refusal: str) -> _endpoint.Refusal:
+    def render_refusal(self, fmt: _endpoint.ReplyFormat | None, refusal: str) -> _endpoint.Refusal:
         """The refusal for a host's decision (``unknown_key``, ``unknown_id``, ``busy``,
         ``disabled``, ``too_large``); ``fmt`` None renders plain text."""
         wit_format = None if fmt is None else fmt._to_wit()
         return _endpoint._refusal(self._call("render-refusal", wit_format, _endpoint._host_refusal(refusal)))
 
     def report_request(self, key: str, task_id: str, good: bool,
-                       config: Optional[Config] = None) -> Union[Request, Failure]:
+                       config: Config | None = None) -> Request | Failure:
         """The ``reportgood`` (``good``) or ``reportbad`` request for CaptchaAI task ``task_id``."""
         tag, value = self._call("report-request", _key(key), (config or Config())._to_wit(), task_id, bool(good))
         return _failure(value) if tag == "err" else _request(value)
 
-    def parse_report(self, reply: Reply) -> Optional[Failure]:
+    def parse_report(self, reply: Reply) -> Failure | None:
         """Reads what came back for a report: None when it was recorded, else the failure."""
         tag, value = self._call("parse-report", _reply(reply))
         return _failure(value) if tag == "err" else None
 
-    def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
+    # -- thread gate (the solvers' thread budget) ------------------------------------------------
+
+    def thread_gate(self, plan_threads: int, reserve: int = 0) -> ThreadGate | Failure:
+        """The engine's thread gate for a plan of ``plan_threads`` keeping ``reserve`` spare: it
+        admits at most ``plan_threads - reserve`` solves at once, the rest in arrival order; a
+        failure when the reserve leaves no thread."""
+        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
+        return _failure(value) if tag == "err" else ThreadGate(self, value)
+
+    def gate_capacity(self, gate: ThreadGate) -> int:
+        """How many solves ``gate`` admits at once."""
+        return cast(int, self._call("[method]thread-gate.capacity", self._own_gate(gate)))
+
+    def gate_enter(self, gate: ThreadGate) -> tuple[int, bool]:
+        """Asks ``gate`` to start a solve: its ticket, and whether it may start now (else it is
+        queued until a :meth:`gate_leave` admits it)."""
+        ticket, (admission, _ahead) = self._call("[method]thread-gate.enter", self._own_gate(gate))
+        return ticket, admission == "admitted"
+
+    def gate_leave(self, gate: ThreadGate, ticket: int) -> list[int] | None:
+        """Ends an admitted ticket's solve or withdraws a queued one: the tickets admitted as a
+        result (None if the gate does not hold ``ticket``)."""
+        return cast("list[int] | None", self._call("[method]thread-gate.leave", self._own_gate(gate), ticket))
+
+    def _own_gate(self, gate: ThreadGate) -> Any:
+        if not isinstance(gate, ThreadGate) or gate._engine is not self:
+            raise ValueError("this thread gate belongs to another Engine")
+        return gate._resource
+
+    def _account_request(self, name: str, key: str, config: Config | None) -> Request | Failure:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())
         return _failure(value) if tag == "err" else _request(value)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Any
 
 
 class FailureClass(str, Enum):
@@ -39,15 +39,15 @@ class Failure:
     failure_class: FailureClass
     origin: FailureOrigin
     message: str
-    retry_after_ms: Optional[int] = None
-    field: Optional[str] = None
-    task_id: Optional[str] = None
+    retry_after_ms: int | None = None
+    field: str | None = None
+    task_id: str | None = None
 
-    def to_exception(self) -> "CaptchaAIError":
+    def to_exception(self) -> CaptchaAIError:
         """The exception for this failure: its class decides the type."""
         return _BY_CLASS[self.failure_class](self)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """``{"code", "class", "origin", "message", "retry_after_ms", "field", "task_id"}``."""
         return {
             "code": self.code,
@@ -76,7 +76,7 @@ class CaptchaAIError(Exception):
         self.failure_class = failure.failure_class
 
     @property
-    def retry_after(self) -> Optional[float]:
+    def retry_after(self) -> float | None:
         """When retrying may help, after how many seconds (None: no hint)."""
         ms = self.failure.retry_after_ms
         return None if ms is None else ms / 1000.0
@@ -85,7 +85,8 @@ class CaptchaAIError(Exception):
         return (f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, "
                 f"task_id={self.task_id!r}, origin={self.origin.value!r})")
 
-    def __reduce__(self):  # picklable (Airflow, Dagster and Prefect move exceptions between processes)
+    def __reduce__(self) -> tuple[type[CaptchaAIError], tuple[Failure]]:
+        # Picklable: Airflow, Dagster and Prefect move exceptions between processes.
         return (type(self), (self.failure,))
 
 
@@ -123,7 +124,7 @@ class SnapshotError(ValueError):
     """A snapshot could not be restored. ``kind`` is ``malformed``, ``truncated``, ``foreign``,
     ``unsupported_version``, ``invalid`` or ``invalid_key``; ``detail`` the engine's detail."""
 
-    def __init__(self, kind: str, detail: Optional[str]) -> None:
+    def __init__(self, kind: str, detail: str | None) -> None:
         super().__init__(f"cannot restore the snapshot: {kind}" + (f" ({detail})" if detail is not None else ""))
         self.kind = kind
         self.detail = detail
@@ -133,7 +134,7 @@ class SolveTimesError(ValueError):
     """A solve-times model's text form was refused. ``kind`` is ``malformed``, ``foreign``,
     ``unsupported_version`` or ``invalid``; ``detail`` the engine's detail."""
 
-    def __init__(self, kind: str, detail: Optional[str]) -> None:
+    def __init__(self, kind: str, detail: str | None) -> None:
         super().__init__(f"cannot use the solve times: {kind}" + (f" ({detail})" if detail is not None else ""))
         self.kind = kind
         self.detail = detail

@@ -13,10 +13,11 @@ the first poll moves toward when that type's answers arrive (the table applies u
 of the type). ``solver.solve_times()`` gives the models' text forms to save; a later solver
 continues from them with ``solve_times=``.
 
-Thread budget: ``threads=n`` lets at most ``n`` solves of one solver be in flight at once (a
-semaphore; the others wait in ``run``). ``threads=None`` (the default) sets no local cap: the
-engine already waits and retries when CaptchaAI reports every thread busy. To size the gate to
-the plan, pass ``threads=solver.threads_info().threads`` (one ``threadsinfo`` request).
+Thread budget: at most ``threads`` solves of one solver are in flight at once; the others wait,
+in arrival order, before their solve is created (so their deadline does not run while they
+wait). The engine's thread gate decides who starts. ``threads=None`` (the default) is the plan's
+threads, read with one ``threadsinfo`` request before the first solve: more solves at once than
+the plan has threads would only wait on CaptchaAI's busy answers until their deadlines.
 """
 
 from __future__ import annotations
@@ -25,27 +26,35 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
+from ._budget import ThreadBudget
 from ._http import PooledTransport
-from .engine import Engine, Failed, Output, Send, SolveHandle, Solved, SolveTimes
+from .engine import Engine, Failed, Output, Send, Solved, SolveHandle, SolveTimes
 from .errors import EngineMisuse, EngineTrap, Failure, SolveTimesError
 from .tasks import TaskLike, task_type
 from .types import Config, Request, Response, Solution, ThreadsInfo, TransportErrorKind
 
 Checkpoint = Callable[[str], Any]
+T = TypeVar("T")
 
 
 class Clock:
     """The time given to the engine: epoch milliseconds, from a monotonic clock so it never goes
     backwards. ``scale`` > 1 runs it that many times faster than real time (for tests against
-    the emulator started with the same ``--time-scale``)."""
+    the emulator started with the same ``--time-scale``): 0.01 to 10000, as the CLI's."""
+
+    MIN_SCALE = 0.01
+    MAX_SCALE = 10_000.0
 
     def __init__(self, scale: float = 1.0) -> None:
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale > 0:
-            raise ValueError(f"a clock scale must be a positive number (got {scale!r})")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not (
+                self.MIN_SCALE <= scale <= self.MAX_SCALE):
+            raise ValueError(f"a clock scale must be a number from {self.MIN_SCALE} to {self.MAX_SCALE:g} "
+                             f"(got {scale!r})")
         self.scale = float(scale)
         self._start_ms = int(time.time() * 1000)
         self._start = time.monotonic()
@@ -69,13 +78,13 @@ class PendingSolve:
 
     __slots__ = ("_core", "_handle", "_engine", "_base", "_state", "_outcome", "task_type", "__weakref__")
 
-    def __init__(self, core: "_Core", engine: Engine, handle: SolveHandle) -> None:
+    def __init__(self, core: _Core, engine: Engine, handle: SolveHandle) -> None:
         self._core = core
         self._engine = engine
-        self._handle: Optional[SolveHandle] = handle
+        self._handle: SolveHandle | None = handle
         self._base = engine.snapshot_base(handle)
         self._state = engine.snapshot_state(handle)
-        self._outcome: Union[None, Solution, Failure] = None
+        self._outcome: None | Solution | Failure = None
         self.task_type = handle.task_type
 
     def __repr__(self) -> str:
@@ -89,7 +98,7 @@ class PendingSolve:
         return self._outcome is not None
 
     @property
-    def task_id(self) -> Optional[str]:
+    def task_id(self) -> str | None:
         """The CaptchaAI task id, once a submit was accepted (the final one once finished)."""
         if isinstance(self._outcome, Solution):
             return self._outcome.task_id
@@ -98,7 +107,7 @@ class PendingSolve:
         return self._core.call(self, lambda engine, handle: engine.task_id(handle))
 
     @property
-    def deadline(self) -> Optional[int]:
+    def deadline(self) -> int | None:
         """When the engine gives up on the solve (epoch ms on the solver's clock), None without a
         deadline; the solve ends by then plus one request timeout (a solver stalled past it may
         send one last poll first: the engine's ends-by bounds that)."""
@@ -115,8 +124,8 @@ class PendingSolve:
 class _Core:
     """The engine instance shared by one solver's solves, behind a lock, replaced after a trap."""
 
-    def __init__(self, api_key: str, config: Optional[Config], clock: Clock,
-                 solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None, clock: Clock,
+                 solve_times: Mapping[str, str] | None = None) -> None:
         if not isinstance(api_key, str):
             raise TypeError(f"the API key must be a str, not {type(api_key).__name__}")
         if config is not None and not isinstance(config, Config):
@@ -131,8 +140,8 @@ class _Core:
         self.recoveries = 0
         # One model per captcha type, in the current instance; and the texts a replacement
         # instance's models continue from (those given, updated by each solve_times() call).
-        self._times: Dict[str, SolveTimes] = {}
-        self._times_saved: Dict[str, str] = {}
+        self._times: dict[str, SolveTimes] = {}
+        self._times_saved: dict[str, str] = {}
         for kind, text in (solve_times or {}).items():
             times = self._engine.solve_times_from_text(text)
             if times.task_type != kind:
@@ -147,7 +156,7 @@ class _Core:
         self.recoveries += 1
         return self._engine
 
-    def engine_call(self, fn: Callable[[Engine], Any]) -> Any:
+    def engine_call(self, fn: Callable[[Engine], T]) -> T:
         """A call that needs no solve; retried once on a fresh instance after a trap."""
         with self._lock:
             try:
@@ -155,7 +164,7 @@ class _Core:
             except EngineTrap:
                 return fn(self._replace_engine())
 
-    def _model(self, engine: Engine, kind: Optional[str]) -> Optional[SolveTimes]:
+    def _model(self, engine: Engine, kind: str | None) -> SolveTimes | None:
         """The model of captcha type ``kind`` in ``engine`` (made on first use, or after a trap
         from its saved text); None for no or an unknown type (the engine refuses such a task)."""
         if kind is None:
@@ -171,7 +180,7 @@ class _Core:
         self._times[kind] = times
         return times
 
-    def solve_times(self) -> Dict[str, str]:
+    def solve_times(self) -> dict[str, str]:
         """Every model's text form, by captcha type."""
         with self._lock:
             try:
@@ -183,9 +192,9 @@ class _Core:
             self._times_saved.update(texts)
             return dict(self._times_saved)
 
-    def first_waits(self) -> Dict[str, Optional[int]]:
+    def first_waits(self) -> dict[str, int | None]:
         """The first wait each model gives a new solve (ms; None while the type's table applies)."""
-        def read(engine: Engine) -> Dict[str, Optional[int]]:
+        def read(engine: Engine) -> dict[str, int | None]:
             return {kind: engine.first_wait_ms(times) for kind in list(self._times)
                     if (times := self._model(engine, kind)) is not None}
 
@@ -214,7 +223,7 @@ class _Core:
     def resume(self, snapshot: str) -> PendingSolve:
         return self.engine_call(lambda engine: PendingSolve(self, engine, engine.restore(snapshot, self._key)))
 
-    def call(self, pending: PendingSolve, fn: Callable[[Engine, SolveHandle], Any]) -> Any:
+    def call(self, pending: PendingSolve, fn: Callable[[Engine, SolveHandle], T]) -> T:
         """A call on ``pending``'s solve. After a trap the instance is replaced and the solve is
         restored from its checkpoint (others are restored lazily on their next call); the call
         is then made once more."""
@@ -232,8 +241,9 @@ class _Core:
                     if attempt:
                         raise
                     self._replace_engine()
+            raise AssertionError("unreachable: the second attempt returns or raises")
 
-    def feed(self, pending: PendingSolve, request_id: int, reply: Union[Response, TransportErrorKind],
+    def feed(self, pending: PendingSolve, request_id: int, reply: Response | TransportErrorKind,
              now: int) -> Output:
         """Feeds a reply or transport error; keeps the new checkpoint state."""
         def fed(engine: Engine, handle: SolveHandle) -> Output:
@@ -247,7 +257,7 @@ class _Core:
 
         return self.call(pending, fed)
 
-    def finish(self, pending: PendingSolve, output: Union[Solved, Failed]) -> None:
+    def finish(self, pending: PendingSolve, output: Solved | Failed) -> None:
         """Records the outcome, frees the engine's solve and lets the type's model learn from a
         solution (a trap there costs only that observation)."""
         with self._lock:
@@ -300,21 +310,23 @@ _SEND_ERRORS = (httpx.RequestError, httpx.InvalidURL, asyncio.TimeoutError, Time
 
 
 class _Base:
-    def __init__(self, api_key: str, config: Optional[Config], threads: Optional[int],
-                 clock: Optional[Clock], solve_times: Optional[Mapping[str, str]]) -> None:
+    def __init__(self, api_key: str, config: Config | None, threads: int | None,
+                 clock: Clock | None, solve_times: Mapping[str, str] | None) -> None:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive int or None (got {threads!r})")
         if clock is not None and not isinstance(clock, Clock):
             raise TypeError("clock must be a captchaai_engine.Clock")
         self._core = _Core(api_key, config, clock or Clock(), solve_times)
         self.threads = threads
+        # The budget for ``threads``; made from the plan's threads on the first solve when None.
+        self._budget: ThreadBudget | None = ThreadBudget(threads) if threads is not None else None
 
-    def solve_times(self) -> Dict[str, str]:
+    def solve_times(self) -> dict[str, str]:
         """The learned solve-times models, by captcha type, as text (versioned JSON, no key or
         token): pass them as ``solve_times=`` to a later solver to continue learning."""
         return self._core.solve_times()
 
-    def first_waits(self) -> Dict[str, Optional[int]]:
+    def first_waits(self) -> dict[str, int | None]:
         """The first wait (ms) each learned model gives a new solve of its type; None while that
         type's table applies (under 20 solves)."""
         return self._core.first_waits()
@@ -335,17 +347,15 @@ class _Base:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(config={self.config!r}, threads={self.threads!r}, clock={self.clock!r})"
 
-    def _account_request(self, kind: str) -> Request:
-        def build(engine: Engine) -> Any:
-            return getattr(engine, kind)(self._core._key, self.config)
-
-        request = self._core.engine_call(build)
+    def _account_request(self, build: Callable[[Engine, str, Config], Request | Failure]) -> Request:
+        request = self._core.engine_call(lambda engine: build(engine, self._core._key, self.config))
         if isinstance(request, Failure):
             raise request.to_exception()
         return request
 
-    def _account_result(self, kind: str, reply: Union[Response, TransportErrorKind]) -> Any:
-        result = self._core.engine_call(lambda engine: getattr(engine, kind)(reply))
+    def _account_result(self, parse: Callable[[Engine, Response | TransportErrorKind], T | Failure],
+                        reply: Response | TransportErrorKind) -> T:
+        result = self._core.engine_call(lambda engine: parse(engine, reply))
         if isinstance(result, Failure):
             raise result.to_exception()
         return result
@@ -356,20 +366,20 @@ class Solver(_Base):
     (at most ``threads`` in flight). ``client`` is an ``httpx.Client`` to send with (not closed
     by the solver); ``clock`` a :class:`Clock` (real time by default)."""
 
-    def __init__(self, api_key: str, config: Optional[Config] = None, *, client: Optional[httpx.Client] = None,
-                 threads: Optional[int] = None, clock: Optional[Clock] = None,
-                 solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None = None, *, client: httpx.Client | None = None,
+                 threads: int | None = None, clock: Clock | None = None,
+                 solve_times: Mapping[str, str] | None = None) -> None:
         super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
-        self._gate = threading.BoundedSemaphore(threads) if threads else None
+        self._budget_lock = threading.Lock()
 
     def close(self) -> None:
         """Closes the HTTP client if the solver made it."""
         if self._owns_client:
             self._client.close()
 
-    def __enter__(self) -> "Solver":
+    def __enter__(self) -> Solver:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -380,7 +390,7 @@ class Solver(_Base):
         The solve is created once ``threads`` admits it, so its deadline does not run while it
         waits (a task the engine refuses raises at once)."""
         self._core.check(task)
-        with self._gate if self._gate is not None else contextlib.nullcontext():
+        with self._thread():
             return self._drive(self.start(task), None)
 
     def start(self, task: TaskLike) -> PendingSolve:
@@ -392,17 +402,31 @@ class Solver(_Base):
         """A solve continued from ``PendingSolve.snapshot()`` (raises SnapshotError if unusable)."""
         return self._core.resume(snapshot)
 
-    def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+    def run(self, pending: PendingSolve, on_checkpoint: Checkpoint | None = None) -> Solution:
         """Drives ``pending`` to its end and returns the solution (or raises the failure); its
         deadline has run since ``start``. ``on_checkpoint(snapshot)`` is called after each result
         that leaves the solve in flight."""
         _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
-        with self._gate if self._gate is not None else contextlib.nullcontext():
+        with self._thread():
             return self._drive(pending, on_checkpoint)
 
-    def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+    @contextlib.contextmanager
+    def _thread(self) -> Iterator[None]:
+        """Holds one thread of the budget (made from the plan's threads the first time, when
+        ``threads`` is None: a failed ``threadsinfo`` raises its error before anything is sent)."""
+        with self._budget_lock:
+            if self._budget is None:
+                self._budget = ThreadBudget(self.threads_info().threads)
+            budget = self._budget
+        ticket = budget.enter()
+        try:
+            yield
+        finally:
+            budget.leave(ticket)
+
+    def _drive(self, pending: PendingSolve, on_checkpoint: Checkpoint | None) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
         core, clock = self._core, self.clock
         try:
@@ -425,22 +449,22 @@ class Solver(_Base):
 
     def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads (``threadsinfo``, read by the engine)."""
-        request = self._account_request("threads_info_request")
+        request = self._account_request(Engine.threads_info_request)
         self._sleep_until(request.at)
-        return self._account_result("parse_threads_info", self._send(request))
+        return self._account_result(Engine.parse_threads_info, self._send(request))
 
     def balance(self) -> float:
         """The account balance (``getbalance``, read by the engine)."""
-        request = self._account_request("balance_request")
+        request = self._account_request(Engine.balance_request)
         self._sleep_until(request.at)
-        return self._account_result("parse_balance", self._send(request))
+        return self._account_result(Engine.parse_balance, self._send(request))
 
     def _sleep_until(self, at_ms: int) -> None:
         clock = self.clock
         while (now := clock.now_ms()) < at_ms:
             time.sleep(clock.seconds(at_ms - now) + 0.0002)
 
-    def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+    def _send(self, request: Request) -> Response | TransportErrorKind:
         timeout = self.clock.seconds(request.timeout_ms)
         try:
             reply = self._client.post(request.url, content=request.body_bytes,
@@ -454,14 +478,14 @@ class AsyncSolver(_Base):
     """Solves captchas on asyncio, with the same surface as :class:`Solver` (every solver method
     is a coroutine). ``client`` is an ``httpx.AsyncClient`` (not closed by the solver)."""
 
-    def __init__(self, api_key: str, config: Optional[Config] = None, *,
-                 client: Optional[httpx.AsyncClient] = None, threads: Optional[int] = None,
-                 clock: Optional[Clock] = None, solve_times: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(self, api_key: str, config: Config | None = None, *,
+                 client: httpx.AsyncClient | None = None, threads: int | None = None,
+                 clock: Clock | None = None, solve_times: Mapping[str, str] | None = None) -> None:
         super().__init__(api_key, config, threads, clock, solve_times)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(
             transport=PooledTransport(max_idle=HTTP_CONNECTIONS))
-        self._gate = asyncio.Semaphore(threads) if threads else None
+        self._budget_lock = asyncio.Lock()
         # At most HTTP_CONNECTIONS requests are handed to the client at once; the rest wait here,
         # before their timeout starts (see HTTP_CONNECTIONS).
         self._http_gate = asyncio.Semaphore(HTTP_CONNECTIONS)
@@ -473,7 +497,7 @@ class AsyncSolver(_Base):
 
     close = aclose
 
-    async def __aenter__(self) -> "AsyncSolver":
+    async def __aenter__(self) -> AsyncSolver:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -483,7 +507,7 @@ class AsyncSolver(_Base):
         """Solves ``task``; raises a CaptchaAIError subclass on failure. Created once ``threads``
         admits it, as :meth:`Solver.solve` is."""
         self._core.check(task)
-        async with self._gate if self._gate is not None else _null_async():
+        async with self._thread():
             return await self._drive(await self.start(task), None)
 
     async def start(self, task: TaskLike) -> PendingSolve:
@@ -494,17 +518,31 @@ class AsyncSolver(_Base):
         """A solve continued from ``PendingSolve.snapshot()`` (no I/O)."""
         return self._core.resume(snapshot)
 
-    async def run(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint] = None) -> Solution:
+    async def run(self, pending: PendingSolve, on_checkpoint: Checkpoint | None = None) -> Solution:
         """Drives ``pending`` to its end (its deadline has run since ``start``);
         ``on_checkpoint(snapshot)`` after each result that leaves it in flight (a coroutine
         function is awaited)."""
         _check_checkpoint(on_checkpoint)
         if pending.done:
             return _outcome(pending)
-        async with self._gate if self._gate is not None else _null_async():
+        async with self._thread():
             return await self._drive(pending, on_checkpoint)
 
-    async def _drive(self, pending: PendingSolve, on_checkpoint: Optional[Checkpoint]) -> Solution:
+    @contextlib.asynccontextmanager
+    async def _thread(self) -> AsyncIterator[None]:
+        """Holds one thread of the budget, as :meth:`Solver._thread` does."""
+        if self._budget is None:
+            async with self._budget_lock:
+                if self._budget is None:
+                    self._budget = ThreadBudget((await self.threads_info()).threads)
+        budget = self._budget
+        ticket = await budget.enter_async()
+        try:
+            yield
+        finally:
+            budget.leave(ticket)
+
+    async def _drive(self, pending: PendingSolve, on_checkpoint: Checkpoint | None) -> Solution:
         """Drives ``pending`` (its thread held by the caller) to its end."""
         core, clock = self._core, self.clock
         try:
@@ -528,22 +566,22 @@ class AsyncSolver(_Base):
 
     async def threads_info(self) -> ThreadsInfo:
         """The plan's thread cap and busy threads."""
-        request = self._account_request("threads_info_request")
+        request = self._account_request(Engine.threads_info_request)
         await self._sleep_until(request.at)
-        return self._account_result("parse_threads_info", await self._send(request))
+        return self._account_result(Engine.parse_threads_info, await self._send(request))
 
     async def balance(self) -> float:
         """The account balance."""
-        request = self._account_request("balance_request")
+        request = self._account_request(Engine.balance_request)
         await self._sleep_until(request.at)
-        return self._account_result("parse_balance", await self._send(request))
+        return self._account_result(Engine.parse_balance, await self._send(request))
 
     async def _sleep_until(self, at_ms: int) -> None:
         clock = self.clock
         while (now := clock.now_ms()) < at_ms:
             await asyncio.sleep(clock.seconds(at_ms - now) + 0.0002)
 
-    async def _send(self, request: Request) -> Union[Response, TransportErrorKind]:
+    async def _send(self, request: Request) -> Response | TransportErrorKind:
         timeout = self.clock.seconds(request.timeout_ms)
         async with self._http_gate:
             try:
@@ -555,7 +593,3 @@ class AsyncSolver(_Base):
                 return _transport_kind(error)
         return Response.from_bytes(reply.status_code, reply.content)
 
-
-@contextlib.asynccontextmanager
-async def _null_async() -> Any:
-    yield

@@ -13,7 +13,7 @@ naming the field, before anything is sent. ``extra`` passes further parameters t
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import Any, ClassVar
 
 from ._task_base import Image, TaskBase, TaskLike, task_json, task_type
 
@@ -31,7 +31,7 @@ class Task(TaskBase):
 
     type: ClassVar[str] = ""
     _: KW_ONLY
-    extra: Optional[Dict[str, Any]] = None
+    extra: dict[str, Any] | None = None
     """Pass-through ``in.php`` parameters: names of 1 to 64 ASCII letters, digits, ``_`` or ``-`` that are
     neither the engine's own (``key``, ``method``, ``json``, ``file``) nor the type's fields or parameters
     (any case); values text without control characters (at most 65,536 bytes of UTF-8), numbers, or
@@ -47,10 +47,10 @@ class _WithCookiesUserAgent(Task):
     """
 
     _: KW_ONLY
-    cookies: Optional[str] = field(default=None, repr=False)
+    cookies: str | None = field(default=None, repr=False)
     """Text of 1 to 16,384 characters without control characters. Sent as ``cookies``. Left out of ``repr``.
     """
-    user_agent: Optional[str] = None
+    user_agent: str | None = None
     """Text of 1 to 4,096 characters without control characters. Sent as ``userAgent``."""
 
 
@@ -62,11 +62,11 @@ class _WithProxyProxytype(Task):
     """
 
     _: KW_ONLY
-    proxy: Optional[str] = field(default=None, repr=False)
+    proxy: str | None = field(default=None, repr=False)
     """``host:port`` or ``user:pass@host:port`` (at most 512 characters; the scheme goes in ``proxytype``).
     Sent as ``proxy``. Left out of ``repr``.
     """
-    proxytype: Optional[str] = None
+    proxytype: str | None = None
     """One of ``HTTP``, ``HTTPS``, ``SOCKS4``, ``SOCKS5`` (any case). Sent as ``proxytype``."""
 
 
@@ -85,9 +85,9 @@ class RecaptchaV2Task(_WithCookiesUserAgent, _WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    invisible: Optional[bool] = None
+    invisible: bool | None = None
     """True or False. Sent as ``invisible``."""
-    data_s: Optional[str] = None
+    data_s: str | None = None
     """Text of 1 to 4,096 characters without control characters. Sent as ``data-s``."""
 
 
@@ -106,11 +106,11 @@ class RecaptchaV2EnterpriseTask(_WithCookiesUserAgent, _WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    invisible: Optional[bool] = None
+    invisible: bool | None = None
     """True or False. Sent as ``invisible``."""
-    action: Optional[str] = None
+    action: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``action``."""
-    data_s: Optional[str] = None
+    data_s: str | None = None
     """Text of 1 to 4,096 characters without control characters. Sent as ``data-s``."""
 
 
@@ -131,7 +131,7 @@ class RecaptchaV3Task(_WithCookiesUserAgent, _WithProxyProxytype):
     action: str
     """Text of 1 to 256 characters without control characters. Sent as ``action``."""
     _: KW_ONLY
-    min_score: Optional[float] = None
+    min_score: float | None = None
     """A score from 0.1 to 0.9. Sent as ``min_score``."""
 
 
@@ -152,7 +152,7 @@ class RecaptchaV3EnterpriseTask(_WithCookiesUserAgent, _WithProxyProxytype):
     action: str
     """Text of 1 to 256 characters without control characters. Sent as ``action``."""
     _: KW_ONLY
-    min_score: Optional[float] = None
+    min_score: float | None = None
     """A score from 0.1 to 0.9. Sent as ``min_score``."""
 
 
@@ -171,11 +171,11 @@ class TurnstileTask(_WithCookiesUserAgent, _WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    action: Optional[str] = None
+    action: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``action``."""
-    data: Optional[str] = None
+    data: str | None = None
     """Text of 1 to 4,096 characters without control characters. Sent as ``data``."""
-    pagedata: Optional[str] = None
+    pagedata: str | None = None
     """Text of 1 to 4,096 characters without control characters. Sent as ``pagedata``."""
 
 
@@ -197,7 +197,7 @@ class CloudflareChallengeTask(_WithCookiesUserAgent):
     proxytype: str
     """One of ``HTTP``, ``HTTPS``, ``SOCKS4``, ``SOCKS5`` (any case). Sent as ``proxytype``."""
     _: KW_ONLY
-    sitekey: Optional[str] = None
+    sitekey: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``sitekey``."""
 
 
@@ -218,7 +218,7 @@ class GeeTestV3Task(_WithCookiesUserAgent, _WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    api_server: Optional[str] = None
+    api_server: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``api_server``."""
 
 
@@ -237,7 +237,7 @@ class GeeTestV4Task(_WithCookiesUserAgent, _WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    api_server: Optional[str] = None
+    api_server: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``api_server``."""
 
 
@@ -276,7 +276,7 @@ class FriendlyCaptchaTask(_WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    version: Optional[str] = None
+    version: str | None = None
     """One of ``v1``, ``v2`` (any case). Sent as ``version``."""
 
 
@@ -297,7 +297,7 @@ class LeminTask(_WithProxyProxytype):
     pageurl: str
     """An absolute ``http://`` or ``https://`` URL of at most 2,048 characters. Sent as ``pageurl``."""
     _: KW_ONLY
-    api_server: Optional[str] = None
+    api_server: str | None = None
     """Text of 1 to 256 characters without control characters. Sent as ``apiServer``."""
 
 
@@ -315,29 +315,29 @@ class ImageTask(Task):
     of ``repr``.
     """
     _: KW_ONLY
-    upload: Optional[str] = None
+    upload: str | None = None
     """How the image is sent: one of ``base64``, ``multipart`` (any case). Default ``base64``. Not sent as a
     parameter.
     """
-    sync: Optional[bool] = None
+    sync: bool | None = None
     """True: solve in the submit request itself (``solve.php``), with no polling. Not sent as a parameter."""
-    phrase: Optional[bool] = None
+    phrase: bool | None = None
     """True or False. Sent as ``phrase``."""
-    case_sensitive: Optional[bool] = None
+    case_sensitive: bool | None = None
     """True or False. Sent as ``regsense``."""
-    numeric: Optional[int] = None
+    numeric: int | None = None
     """A whole number from 0 to 4. Sent as ``numeric``."""
-    min_len: Optional[int] = None
+    min_len: int | None = None
     """A whole number from 0 to 20. Sent as ``min_len``."""
-    max_len: Optional[int] = None
+    max_len: int | None = None
     """A whole number from 0 to 20. Sent as ``max_len``."""
-    calc: Optional[bool] = None
+    calc: bool | None = None
     """True or False. Sent as ``calc``."""
-    language: Optional[int] = None
+    language: int | None = None
     """A whole number from 0 to 2. Sent as ``language``."""
-    lang: Optional[str] = None
+    lang: str | None = None
     """Text of 1 to 16 characters without control characters. Sent as ``lang``."""
-    instructions: Optional[str] = None
+    instructions: str | None = None
     """Text of 1 to 140 characters without control characters. Sent as ``textinstructions``."""
 
 
@@ -358,7 +358,7 @@ class GridTask(Task):
     instructions: str
     """Text of 1 to 4,096 characters without control characters. Sent as ``instructions``."""
     _: KW_ONLY
-    grid_size: Optional[str] = None
+    grid_size: str | None = None
     """One of ``3x3``, ``4x4`` (any case). Default ``3x3``. Sent as ``grid_size``."""
 
 
@@ -374,7 +374,7 @@ class BlsTask(Task):
     type: ClassVar[str] = "bls"
     instructions: str
     """Text of 1 to 256 characters without control characters. Sent as ``instructions``."""
-    images: List[Image] = field(repr=False)
+    images: list[Image] = field(repr=False)
     """Exactly 9 images, each base64 text or raw bytes: a jpg, png or gif of 100 bytes to 1 MiB, sides of at
     most 1,000 px. Sent as ``image_base64``. Left out of ``repr``.
     """
@@ -382,7 +382,7 @@ class BlsTask(Task):
 
 GeeTestTask = GeeTestV3Task
 
-TASK_TYPES: Dict[str, type] = {
+TASK_TYPES: dict[str, type] = {
     "recaptcha_v2": RecaptchaV2Task,
     "recaptcha_v2_enterprise": RecaptchaV2EnterpriseTask,
     "recaptcha_v3": RecaptchaV3Task,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any
 
 from ._component import call_shared
 
@@ -20,25 +21,25 @@ class Config:
     type's value for timings. Ranges are checked by the engine: an invalid value makes the solve
     fail with a permanent error from the engine naming the field."""
 
-    base_url: Optional[str] = None
+    base_url: str | None = None
     """Default ``https://ocr.captchaai.com``."""
-    request_timeout_ms: Optional[int] = None
+    request_timeout_ms: int | None = None
     """Per-request timeout, 1,000-120,000 ms; default 30,000."""
-    deadline_ms: Optional[int] = None
+    deadline_ms: int | None = None
     """Overall deadline from the original submit, 10 s to 1 h; default per type."""
-    initial_wait_ms: Optional[int] = None
+    initial_wait_ms: int | None = None
     """Wait before the first poll, at least 1,000 ms; default per type."""
-    poll_interval_ms: Optional[int] = None
+    poll_interval_ms: int | None = None
     """Wait between polls, at least 5,000 ms; default per type."""
-    max_submit_retries: Optional[int] = None
+    max_submit_retries: int | None = None
     """Submit retries after transient errors, 0-10; default 5."""
-    max_poll_errors: Optional[int] = None
+    max_poll_errors: int | None = None
     """Consecutive failed polls before giving up, 1-100; default 10."""
-    unsolvable_retries: Optional[int] = None
+    unsolvable_retries: int | None = None
     """Fresh resubmissions after the service reports a captcha unsolvable, 0-5; default 1."""
-    jitter_seed: Optional[int] = None
+    jitter_seed: int | None = None
     """Seed for wait jitter; None means no jitter."""
-    max_jitter_ms: Optional[int] = None
+    max_jitter_ms: int | None = None
     """Largest jitter per wait when seeded, 0-10,000 ms; default 1,000."""
 
     def __post_init__(self) -> None:
@@ -57,7 +58,7 @@ class Config:
                 raise ValueError(f"Config.{f.name} must be from 0 to {limit} (got {value})")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Config":
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
         """From the config JSON object (the same snake_case names); unknown keys are refused."""
         if not isinstance(data, Mapping):
             raise TypeError(f"a config must be a mapping, not {type(data).__name__}")
@@ -67,11 +68,11 @@ class Config:
             raise ValueError(f"unknown config field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return cls(**dict(data))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The fields that are set, as a config JSON object."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
-    def _to_wit(self) -> Dict[str, Any]:
+    def _to_wit(self) -> dict[str, Any]:
         return {f.name.replace("_", "-"): getattr(self, f.name) for f in fields(self)}
 
 
@@ -109,7 +110,7 @@ class Request:
     at: int
     url: str
     content_type: str
-    body: Union[str, bytes] = field(repr=False)
+    body: str | bytes = field(repr=False)
     """Form text (``str``) or multipart bytes (``bytes``)."""
     timeout_ms: int
 
@@ -128,7 +129,7 @@ class Response:
     body: str
 
     @classmethod
-    def from_bytes(cls, status: int, body: bytes) -> "Response":
+    def from_bytes(cls, status: int, body: bytes) -> Response:
         return cls(status, body.decode("utf-8", errors="replace"))
 
 
@@ -142,16 +143,16 @@ class Solution:
     answer: str
     answer_json: Any
     is_structured: bool
-    task_id: Optional[str]
-    type: Optional[str]
+    task_id: str | None
+    type: str | None
     """The task's captcha type (``turnstile``, ...), when known."""
-    user_agent: Optional[str]
+    user_agent: str | None
     submitted_at: int
     solved_at: int
     elapsed_ms: int
     polls: int
     attempts: int
-    expires_at: Optional[int]
+    expires_at: int | None
     """When the token stops being usable, where the type's lifetime is known."""
 
     @property
@@ -159,7 +160,7 @@ class Solution:
         """The answer text (alias of ``answer``)."""
         return self.answer
 
-    def is_fresh(self, now: Optional[float] = None, max_age: Optional[float] = None) -> bool:
+    def is_fresh(self, now: float | None = None, max_age: float | None = None) -> bool:
         """Whether the answer may still be used at ``now`` (epoch seconds, default the current
         time): no older than ``max_age`` seconds (None: no age limit) and not past
         ``expires_at``. Decided by the engine's ``is-fresh``."""
@@ -167,14 +168,14 @@ class Solution:
         max_age_ms = _U64 if max_age is None else int(round(max_age * 1000))
         return bool(call_shared("is-fresh", self._to_wit(), max(now_ms, 0), max(0, min(max_age_ms, _U64))))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The engine's client JSON form: ``{"answer", "user_agent", "task_id", "submitted_at",
         "solved_at", "elapsed_ms", "polls", "attempts", "expires_at"}`` with ``answer`` the text or
         the structured value (the engine's ``solution-json``), plus ``"type"``."""
         return {**json.loads(call_shared("solution-json", self._to_wit())), "type": self.type}
 
     @classmethod
-    def _from_wit(cls, s: Dict[str, Any], task_type: Optional[str]) -> "Solution":
+    def _from_wit(cls, s: dict[str, Any], task_type: str | None) -> Solution:
         tag, text = s["answer"]
         structured = tag == "json"
         return cls(
@@ -192,7 +193,7 @@ class Solution:
             expires_at=s["expires-at"],
         )
 
-    def _to_wit(self) -> Dict[str, Any]:
+    def _to_wit(self) -> dict[str, Any]:
         return {
             "answer": ("json" if self.is_structured else "text", self.answer),
             "user-agent": self.user_agent,

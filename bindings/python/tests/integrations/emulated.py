@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict, List
+from typing import Any
 
 import httpx
 
@@ -32,26 +32,26 @@ class RunningEmulator:
     base_url: str
     time_scale: float
 
-    def requests(self) -> List[Dict[str, Any]]:
+    def requests(self) -> list[dict[str, Any]]:
         """The emulator's log of CaptchaAI requests (submits and polls, key redacted)."""
         reply = httpx.get(f"{self.base_url}/_emulator/requests", timeout=10)
         reply.raise_for_status()
         body = reply.json()
         return body["requests"] if isinstance(body, dict) else body
 
-    def paths(self) -> List[str]:
+    def paths(self) -> list[str]:
         return [entry["path"] for entry in self.requests()]
 
-    def actions(self) -> List[Any]:
+    def actions(self) -> list[Any]:
         """Each request's ``action`` (``threadsinfo``, ``get``, ...; None for a submit)."""
         return [entry.get("action") for entry in self.requests()]
 
 
-def recaptcha_task(sitekey: str = SITEKEY) -> Dict[str, Any]:
+def recaptcha_task(sitekey: str = SITEKEY) -> dict[str, Any]:
     return {"type": "recaptcha_v2", "sitekey": sitekey, "pageurl": PAGE}
 
 
-def turnstile_task(sitekey: str = "0x4AAAAAAABkMYinukE8nzY") -> Dict[str, Any]:
+def turnstile_task(sitekey: str = "0x4AAAAAAABkMYinukE8nzY") -> dict[str, Any]:
     return {"type": "turnstile", "sitekey": sitekey, "pageurl": PAGE}
 
 

@@ -34,6 +34,7 @@ from captchaai_engine.integrations.airflow import (  # noqa: E402
     CaptchaAITrigger,
     plan_threads,
 )
+
 from emulated import KEY, THREADS, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
 
 
@@ -253,3 +254,53 @@ async def test_a_restarted_trigger_resumes_the_same_captchaai_task(captchaai_emu
     assert first["status"] == again["status"] == "solved"
     assert first["solution"]["task_id"] == again["solution"]["task_id"]
     assert captchaai_emulator.paths().count("/in.php") == 1
+
+
+async def test_a_trigger_that_cannot_read_its_connection_hands_the_solve_back(captchaai_emulator, connection,
+                                                                              monkeypatch):
+    """A triggerer without the connection (another machine's environment): the trigger yields
+    the snapshot back instead of failing, and the worker, which reads the connection, finishes the
+    paid solve: the one submitted task is collected."""
+    import asyncio
+
+    from airflow.sdk.exceptions import TaskDeferred
+
+    operator = RecordingSolveOperator(task_id="t", task=recaptcha_task(), deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        await asyncio.to_thread(operator.execute, {})
+    monkeypatch.delenv("AIRFLOW_CONN_CAPTCHAAI")
+    event = await first_event(deferred.value.trigger)
+    assert event == {"status": "connection_unreadable", "snapshot": deferred.value.trigger.snapshot}
+    connection()
+    RecordingSolveOperator.calls = []
+    result = await asyncio.to_thread(operator.execute_complete, {}, event)
+    assert result["captcha_task_id"] and RecordingSolveOperator.calls[-1][0] == "use_token"
+    assert captchaai_emulator.paths().count("/in.php") == 1, "the same task, polled by the worker"
+
+
+def test_the_operator_submits_nothing_when_the_trigger_would_not_read_its_connection(captchaai_emulator,
+                                                                                     connection, monkeypatch):
+    """execute() reads the connection the way the trigger will before it submits; here that read
+    (replaced: a triggerer that lacks the connection, then one that sees another definition)
+    fails or differs, so the task fails without retries and nothing is sent."""
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from captchaai_engine.integrations import airflow as integration
+
+    async def missing(conn_id):
+        raise AirflowNotFoundException(f"The conn_id `{conn_id}` isn't defined")
+
+    async def shadowed(conn_id):
+        return Connection(conn_id=conn_id, conn_type="generic", password=UNKNOWN_KEY)
+
+    operator = CaptchaAISolveOperator(task_id="t", task=recaptcha_task(), deferrable=True)
+    monkeypatch.setattr(integration, "_trigger_connection", missing)
+    with pytest.raises(AirflowFailException, match="could not read the connection 'captchaai'.*nothing was submitted"):
+        operator.execute({})
+    monkeypatch.setattr(integration, "_trigger_connection", shadowed)
+    with pytest.raises(AirflowFailException, match="differently") as differs:
+        operator.execute({})
+    assert UNKNOWN_KEY not in str(differs.value) and KEY not in str(differs.value)
+    assert captchaai_emulator.paths() == []
+

@@ -22,6 +22,7 @@ from captchaai_engine.integrations.dagster import (  # noqa: E402
     size_pool_to_plan,
     unsolvable_ratio_check,
 )
+
 from emulated import KEY, THREADS, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, recaptcha_task, turnstile_task  # noqa: E402
 
 REGIONS = ["north", "south", "east", "west"]
@@ -114,8 +115,10 @@ def test_a_permanent_failure_is_not_retried(captchaai_emulator, instance):
     info = failure.step_failure_data.user_failure_data
     assert info.metadata["code"].value == "ERROR_KEY_DOES_NOT_EXIST"
     assert UNKNOWN_KEY not in str(failure.step_failure_data.error)
-    # At most one attempt's submits (regions not started were cancelled; no retry submitted).
-    assert 1 <= captchaai_emulator.paths().count("/in.php") <= len(REGIONS)
+    # The resource's solver reads the plan's threads first (its thread budget): the unknown key
+    # fails there, so nothing is submitted, and no retry asks again.
+    assert captchaai_emulator.paths().count("/in.php") == 0
+    assert 1 <= captchaai_emulator.actions().count("threadsinfo") <= len(REGIONS)
 
 
 def test_a_transient_failure_uses_the_retry_policy(start_emulator, instance):

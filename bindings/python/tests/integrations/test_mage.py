@@ -18,6 +18,7 @@ INSTALL = "run `bindings/python/integrations.sh mage` (it makes target/venv-mage
 required.module("mage_ai", INSTALL)
 
 from captchaai_engine.integrations.mage import write_data_loader  # noqa: E402
+
 from emulated import KEY, UNKNOWN_KEY, recaptcha_task, turnstile_task  # noqa: E402
 
 MAGE = Path(sys.executable).with_name("mage")

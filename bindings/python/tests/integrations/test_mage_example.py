@@ -12,15 +12,14 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import required
 
 INSTALL = "run `bindings/python/integrations.sh mage` (it makes target/venv-mage and runs this file there)"
 required.module("mage_ai", INSTALL)
 
-from emulated import EXAMPLES, KEY, load_example  # noqa: E402
 from test_mage import EXPORTER, MAGE, RUN_TIMEOUT_S, SET_SECRET  # noqa: E402
+
+from emulated import EXAMPLES, KEY, load_example  # noqa: E402
 
 PIPELINE = '''\
 blocks:

@@ -33,6 +33,7 @@ from captchaai_engine.integrations.prefect import (  # noqa: E402
     size_limit_to_plan,
     solve,
 )
+
 from emulated import KEY, THREADS, UNKNOWN_KEY, recaptcha_task  # noqa: E402
 
 REGIONS = ["north", "south", "east", "west"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Dict, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..engine import Engine
 from ..errors import CaptchaAIError, Failure, FailureClass, FailureOrigin
 from ..solver import Clock
 from ..types import Solution
+
 
 class ConfigurationError(Exception):
     """The integration is set up wrong (a missing secret or concurrency limit, a malformed
@@ -29,7 +31,7 @@ def plan_capacity(threads: int, spare: int) -> int:
     return capacity
 
 
-_clocks: Dict[float, Clock] = {}
+_clocks: dict[float, Clock] = {}
 _clocks_lock = threading.Lock()
 
 
@@ -46,7 +48,7 @@ def clock_for(time_scale: float = 1.0) -> Clock:
         return clock
 
 
-def solution_to_json(solution: Solution) -> Dict[str, Any]:
+def solution_to_json(solution: Solution) -> dict[str, Any]:
     """Every field of ``solution`` as a JSON object (for trigger events); the inverse is
     :func:`solution_from_json`. It holds the answer, so it is for the step that uses it."""
     return dataclasses.asdict(solution)
@@ -61,7 +63,7 @@ def solution_from_json(data: Mapping[str, Any]) -> Solution:
     return Solution(**{name: data[name] for name in names})
 
 
-def failure_to_json(error: CaptchaAIError) -> Dict[str, Any]:
+def failure_to_json(error: CaptchaAIError) -> dict[str, Any]:
     """The engine's failure record of ``error`` as a JSON object (never the key: the engine's
     fields only)."""
     return error.failure.to_dict()

@@ -8,7 +8,12 @@ visit), hands the solve to :class:`CaptchaAITrigger` through ``self.defer()``, a
 The trigger's ``serialize()`` carries the engine snapshot (the solve's whole state, with no key);
 ``run()`` resumes it with :class:`~captchaai_engine.AsyncSolver` on the triggerer's event loop.
 The API key is the password of an Airflow connection (``conn_id``, default ``captchaai``), read
-where it is needed and never stored in trigger kwargs, events, XCom or logs. The connection's
+where it is needed and never stored in trigger kwargs, events, XCom or logs: the trigger reads
+it again on the triggerer. So before it submits, the operator reads the connection the way the
+trigger will and fails (no retries) if that read fails or differs: a trigger that cannot read its
+connection must not leave a paid task behind. Should the triggerer still fail to read it (a
+triggerer on another machine without the connection), the trigger hands the snapshot back and
+the worker finishes the solve. The connection's
 extra may hold ``{"config": {<Config fields>}, "time_scale": <float>}``: ``config`` sets the
 solve's :class:`~captchaai_engine.Config` (``base_url`` and so on); ``time_scale`` (default 1)
 is only for tests against an emulator started with the same ``--time-scale``.
@@ -24,8 +29,10 @@ importable by the triggerer: it is this installed package, never a Dag bundle.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, AsyncIterator, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, TypeVar
 
 from airflow.sdk import BaseHook, BaseOperator, conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
@@ -40,9 +47,10 @@ from ._common import clock_for, error_from_json, failure_to_json, solution_from_
 __all__ = ["CaptchaAISolveOperator", "CaptchaAITrigger", "connection_settings", "plan_threads"]
 
 DEFAULT_CONN_ID = "captchaai"
+T = TypeVar("T")
 
 
-def connection_settings(conn: Any) -> Tuple[str, Config, Clock]:
+def connection_settings(conn: Any) -> tuple[str, Config, Clock]:
     """The API key, :class:`Config` and clock an Airflow connection describes (key: password;
     extra: ``config`` and ``time_scale``). A malformed extra raises ``AirflowFailException``."""
     extra = conn.extra_dejson or {}
@@ -69,6 +77,17 @@ def _connection_anywhere(conn_id: str) -> Any:
         return Connection.get_connection_from_secrets(conn_id)
 
 
+async def _trigger_connection(conn_id: str) -> Any:
+    """The connection as the trigger reads it: the Task SDK's async lookup, else its sync lookup
+    in a thread. Airflow's in-process runner (``dag.test()``, ``airflow dags test``) runs triggers
+    with a supervisor that answers only sync lookups: there the async one finds no connection
+    stored in the metadata database (``airflow connections add``)."""
+    try:
+        return await BaseHook.aget_connection(conn_id)
+    except AirflowNotFoundException:
+        return await asyncio.to_thread(BaseHook.get_connection, conn_id)
+
+
 def plan_threads(conn_id: str = DEFAULT_CONN_ID) -> int:
     """The plan's thread count (one ``threadsinfo`` request): the size for the pool that the
     operator's tasks run in (``airflow pools set captchaai N ... --include-deferred``). Works
@@ -78,7 +97,7 @@ def plan_threads(conn_id: str = DEFAULT_CONN_ID) -> int:
         return _airflow_error(solver.threads_info).threads
 
 
-def _airflow_error(call: Any, *args: Any) -> Any:
+def _airflow_error(call: Callable[..., T], *args: Any) -> T:
     """Runs ``call``; a CaptchaAIError becomes the Airflow exception its class asks for."""
     try:
         return call(*args)
@@ -97,9 +116,11 @@ def _to_airflow(error: CaptchaAIError) -> AirflowException:
 class CaptchaAITrigger(BaseTrigger):
     """Resumes one solve from its engine snapshot on the triggerer and yields one event:
     ``{"status": "solved", "solution": {...}}`` or ``{"status": "failed", "failure": {...}}``
-    (the engine's failure record). The snapshot holds no key; ``run()`` reads it from the
-    connection. A trigger re-created after a triggerer restart resumes the same snapshot (the
-    same CaptchaAI task, on the engine's original deadline)."""
+    (the engine's failure record), or ``{"status": "connection_unreadable", "snapshot": ...}``
+    when it cannot read its connection (the operator then finishes the solve in the worker). The
+    snapshot holds no key; ``run()`` reads it from the connection. A trigger re-created after a
+    triggerer restart resumes the same snapshot (the same CaptchaAI task, on the engine's
+    original deadline)."""
 
     def __init__(self, snapshot: str, conn_id: str = DEFAULT_CONN_ID) -> None:
         super().__init__()
@@ -111,13 +132,20 @@ class CaptchaAITrigger(BaseTrigger):
     def __repr__(self) -> str:
         return f"CaptchaAITrigger(conn_id={self.conn_id!r})"
 
-    def serialize(self) -> Tuple[str, Dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"snapshot": self.snapshot, "conn_id": self.conn_id})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        key, config, clock = connection_settings(await BaseHook.aget_connection(self.conn_id))
-        async with AsyncSolver(key, config, clock=clock) as solver:
+        try:
+            key, config, clock = connection_settings(await _trigger_connection(self.conn_id))
+        except Exception as error:  # noqa: BLE001 - whatever stops the read, the paid task goes back
+            # The submitted task is paid for: hand it back for the worker to finish.
+            self.log.error("cannot read the connection %r on the triggerer (%s); the worker finishes the solve",
+                           self.conn_id, error)
+            yield TriggerEvent({"status": "connection_unreadable", "snapshot": self.snapshot})
+            return
+        async with AsyncSolver(key, config, threads=1, clock=clock) as solver:
             pending = await solver.resume(self.snapshot)
             try:
                 solution = await solver.run(pending)
@@ -137,7 +165,7 @@ class _Submitted(Exception):
         self.snapshot = snapshot
 
 
-TaskSpec = Union[Task, Mapping[str, Any]]
+TaskSpec = Task | Mapping[str, Any]
 
 #: How long past the engine's deadline Airflow's deferral backstop waits by default: the trigger
 #: ends the solve by the engine's ends-by (the deadline plus one request timeout, at most 2
@@ -162,8 +190,8 @@ class CaptchaAISolveOperator(BaseOperator):
     template_fields = ("task",)
 
     def __init__(self, *, task: TaskSpec, conn_id: str = DEFAULT_CONN_ID,
-                 max_token_age: Optional[float] = None,
-                 defer_timeout: Optional[timedelta] = None,
+                 max_token_age: float | None = None,
+                 defer_timeout: timedelta | None = None,
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -174,13 +202,17 @@ class CaptchaAISolveOperator(BaseOperator):
         self.deferrable = deferrable
 
     def execute(self, context: Any) -> Any:
-        key, config, clock = connection_settings(BaseHook.get_connection(self.conn_id))
-        with Solver(key, config, clock=clock) as solver:
+        settings = connection_settings(BaseHook.get_connection(self.conn_id))
+        if self.deferrable:
+            self._check_trigger_connection(settings)
+        key, config, clock = settings
+        with Solver(key, config, threads=1, clock=clock) as solver:
             pending = _airflow_error(solver.start, self.task)
             if not self.deferrable:
                 return self._complete(context, _airflow_error(solver.run, pending), clock)
             try:
-                solution = _airflow_error(solver.run, pending, lambda snapshot: self._stop_once_submitted(pending, snapshot))
+                solution = _airflow_error(solver.run, pending,
+                                          lambda snapshot: self._stop_once_submitted(pending, snapshot))
             except _Submitted as submitted:
                 self.log.info("CaptchaAI task %s submitted; deferring", pending.task_id)
                 self.defer(trigger=CaptchaAITrigger(submitted.snapshot, self.conn_id),
@@ -188,7 +220,23 @@ class CaptchaAISolveOperator(BaseOperator):
         # Answered without a checkpoint after the submit (an image solved in one request).
         return self._complete(context, solution, clock)
 
-    def _backstop(self, pending: PendingSolve, clock: Clock) -> Optional[timedelta]:
+    def _check_trigger_connection(self, settings: tuple[str, Config, Clock]) -> None:
+        """Reads the connection the way the trigger will, before anything is submitted: a
+        connection the trigger cannot read, or reads differently, fails the task now (no retries)
+        instead of leaving a paid task uncollected."""
+        try:
+            seen = connection_settings(asyncio.run(_trigger_connection(self.conn_id)))
+        except AirflowNotFoundException as error:
+            raise AirflowFailException(
+                f"the trigger could not read the connection {self.conn_id!r} ({error}); nothing was "
+                "submitted. Define it where the triggerer reads connections (the metadata database, "
+                "an AIRFLOW_CONN_ variable, a secrets backend), or pass deferrable=False") from None
+        if seen != settings:
+            raise AirflowFailException(
+                f"the trigger reads the connection {self.conn_id!r} differently from the worker (another "
+                "definition shadows it); nothing was submitted")
+
+    def _backstop(self, pending: PendingSolve, clock: Clock) -> timedelta | None:
         """``defer_timeout``, else the real time left until the engine's deadline plus
         ``DEFER_MARGIN`` (None for a solve without a deadline)."""
         if self.defer_timeout is not None:
@@ -204,10 +252,18 @@ class CaptchaAISolveOperator(BaseOperator):
             raise _Submitted(snapshot)
 
     def execute_complete(self, context: Any, event: Mapping[str, Any]) -> Any:
-        """Resumes from the trigger's event: raises its failure, or uses the fresh token."""
-        if event.get("status") != "solved":
+        """Resumes from the trigger's event: raises its failure, uses the fresh token, or
+        finishes the solve here when the triggerer could not read the connection."""
+        status = event.get("status")
+        key, config, clock = connection_settings(BaseHook.get_connection(self.conn_id))
+        if status == "connection_unreadable":
+            self.log.warning("the triggerer could not read the connection %r; finishing the solve in the worker",
+                             self.conn_id)
+            with Solver(key, config, threads=1, clock=clock) as solver:
+                pending = _airflow_error(solver.resume, event["snapshot"])
+                return self._complete(context, _airflow_error(solver.run, pending), clock)
+        if status != "solved":
             raise _to_airflow(error_from_json(event["failure"]))
-        _, _, clock = connection_settings(BaseHook.get_connection(self.conn_id))
         return self._complete(context, solution_from_json(event["solution"]), clock)
 
     def _complete(self, context: Any, solution: Solution, clock: Clock) -> Any:

@@ -27,8 +27,9 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Any
 
 import dagster as dg
 from pydantic import PrivateAttr
@@ -60,20 +61,22 @@ class CaptchaAIResource(dg.ConfigurableResource):
     """CaptchaAI through the engine. ``api_key``: the 32-character key (use ``dg.EnvVar``);
     ``base_url``, ``deadline_ms``, ``request_timeout_ms``, ``unsolvable_retries``: the
     :class:`~captchaai_engine.Config` fields of the same names (None: the engine's defaults);
-    ``threads``: most solves in flight at once within one step (None: no local cap);
+    ``threads``: most solves in flight at once within one step (None: the plan's threads, read
+    with one ``threadsinfo`` request at the step's first solve);
     ``time_scale``: only for tests against an emulator started with the same ``--time-scale``."""
 
     api_key: str
-    base_url: Optional[str] = None
-    deadline_ms: Optional[int] = None
-    request_timeout_ms: Optional[int] = None
-    unsolvable_retries: Optional[int] = None
-    threads: Optional[int] = None
+    base_url: str | None = None
+    deadline_ms: int | None = None
+    request_timeout_ms: int | None = None
+    unsolvable_retries: int | None = None
+    threads: int | None = None
     time_scale: float = 1.0
 
-    _solver: Optional[Solver] = PrivateAttr(default=None)
+    _solver: Solver | None = PrivateAttr(default=None)
 
-    def __repr_args__(self):  # the key never reaches a repr (pydantic's, and so Dagster's)
+    def __repr_args__(self) -> list[tuple[str | None, Any]]:
+        # The key never reaches a repr (pydantic's, and so Dagster's).
         return [(name, "<hidden>" if name == "api_key" else value) for name, value in super().__repr_args__()]
 
     def _config(self) -> Config:
@@ -143,7 +146,7 @@ def plan_pool_limit(captchaai: CaptchaAIResource, *, solves_per_step: int = 1, s
 
 
 def size_pool_to_plan(captchaai: CaptchaAIResource, *, pool: str = POOL, solves_per_step: int = 1, spare: int = 1,
-                      dagster_home: Union[str, Path, None] = None) -> int:
+                      dagster_home: str | Path | None = None) -> int:
     """Sets ``pool``'s limit to :func:`plan_pool_limit` and returns it, through Dagster's public
     CLI: ``dagster instance concurrency set <pool> <limit>`` on the instance of ``dagster_home``
     (default ``$DAGSTER_HOME``). Run it when you deploy or the plan changes (or run that command
@@ -172,7 +175,7 @@ class SolveStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seconds: List[float] = []
+        self._seconds: list[float] = []
         self.unsolvable = 0
 
     @property
@@ -187,14 +190,14 @@ class SolveStats:
         with self._lock:
             self.unsolvable += 1
 
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         with self._lock:
             ordered = sorted(self._seconds)
             p95 = ordered[math.ceil(0.95 * len(ordered)) - 1] if ordered else 0.0
             return {"solves": len(ordered), "unsolvable": self.unsolvable, "p95_solve_seconds": round(p95, 3)}
 
 
-def unsolvable_ratio_check(asset: Union[dg.AssetsDefinition, dg.AssetKey, Sequence[str], str], *,
+def unsolvable_ratio_check(asset: dg.AssetsDefinition | dg.AssetKey | Sequence[str] | str, *,
                            max_ratio: float = 0.25, blocking: bool = True,
                            name: str = "unsolvable_ratio") -> dg.AssetChecksDefinition:
     """A check on ``asset`` that passes while ``unsolvable / (solves + unsolvable)`` in the

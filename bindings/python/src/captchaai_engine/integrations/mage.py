@@ -23,8 +23,9 @@ pipeline's ``concurrency_config`` (``pipeline_run_limit_all_triggers``) below th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 from ..solver import Solver
 from ..types import Config
@@ -41,7 +42,7 @@ class MissingSecret(LookupError):
 
 
 def solver_for_block(kwargs: Mapping[str, Any], *, secret_name: str = SECRET_NAME,
-                     api_key: Optional[str] = None) -> Solver:
+                     api_key: str | None = None) -> Solver:
     """The solver for a block run: key from ``api_key`` or the Mage secret ``secret_name``;
     config from ``kwargs["captchaai_config"]``; time scale from ``kwargs["captchaai_time_scale"]``.
     Use it as a context manager (it closes its HTTP client)."""
@@ -56,7 +57,7 @@ def solver_for_block(kwargs: Mapping[str, Any], *, secret_name: str = SECRET_NAM
     return Solver(api_key, config, clock=clock_for(float(kwargs.get("captchaai_time_scale", 1.0))))
 
 
-def write_data_loader(project: Union[str, Path], name: str = "load_with_captchaai") -> Path:
+def write_data_loader(project: str | Path, name: str = "load_with_captchaai") -> Path:
     """Writes :data:`DATA_LOADER_BLOCK` as ``data_loaders/<name>.py`` of the Mage project at
     ``project`` and returns its path (refuses to overwrite an existing block)."""
     if not name.isidentifier():

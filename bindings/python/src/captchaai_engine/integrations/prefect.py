@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Optional, Set, Tuple, TypeVar, Union
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from prefect import task as prefect_task
 from prefect.client.orchestration import get_client
@@ -56,8 +57,8 @@ def retry_unless_permanent(task: Any, task_run: Any, state: Any) -> bool:
     return not isinstance(state.result(raise_on_failure=False), (PermanentError, ConfigurationError))
 
 
-def captchaai_task(fn: Optional[F] = None, *, retries: int = 3,
-                   retry_delay_seconds: Union[float, list, Callable[[int], list]] = 10,
+def captchaai_task(fn: F | None = None, *, retries: int = 3,
+                   retry_delay_seconds: float | list[float] | Callable[[int], list[float]] = 10,
                    **task_options: Any) -> Any:
     """``@captchaai_task`` or ``@captchaai_task(retries=..., ...)``: ``prefect.task`` with
     ``retry_condition_fn=retry_unless_permanent`` (other options pass through)."""
@@ -70,21 +71,22 @@ def captchaai_task(fn: Optional[F] = None, *, retries: int = 3,
     return lambda f: prefect_task(f, **options)
 
 
-def _api_key(api_key: Optional[str], secret_block: str) -> str:
+def _api_key(api_key: str | None, secret_block: str) -> str:
     if api_key is not None:
         return api_key
     from prefect.blocks.system import Secret
 
     try:
-        return Secret.load(secret_block).get()
+        return str(Secret.load(secret_block).get())
     except ValueError:  # Prefect's "Unable to find block document named ..."
         raise ConfigurationError(
             f"the Secret block {secret_block!r} (the CaptchaAI API key) does not exist: save one with "
             f"Secret(value=...).save({secret_block!r}), or pass api_key") from None
 
 
-def _solver(api_key: Optional[str], secret_block: str, config: Optional[Config], time_scale: float) -> Solver:
-    return Solver(_api_key(api_key, secret_block), config, clock=clock_for(time_scale))
+def _solver(api_key: str | None, secret_block: str, config: Config | None, time_scale: float) -> Solver:
+    """A solver for one solve (its slot of the global concurrency limit is the thread budget)."""
+    return Solver(_api_key(api_key, secret_block), config, threads=1, clock=clock_for(time_scale))
 
 
 def _say(message: str) -> None:
@@ -98,11 +100,11 @@ def _say(message: str) -> None:
         _log.info(message)
 
 
-_known: Set[Tuple[str, str]] = set()
+_known: set[tuple[str, str]] = set()
 _known_lock = threading.Lock()
 
 
-def _server_limit(limit: str) -> Tuple[str, str]:
+def _server_limit(limit: str) -> tuple[str, str]:
     """``limit`` on the Prefect server this process talks to now (tests switch servers)."""
     from prefect.settings import get_current_settings
 
@@ -143,9 +145,9 @@ def ensure_limit(solver: Solver, *, limit: str = LIMIT, spare: int = 1, create: 
         _known.add(_server_limit(limit))
 
 
-def solve(task: TaskLike, *, api_key: Optional[str] = None, secret_block: str = SECRET_BLOCK,
-          config: Optional[Config] = None, limit: str = LIMIT, create_limit: bool = True, spare: int = 1,
-          strict: bool = True, timeout_seconds: Optional[float] = None, time_scale: float = 1.0) -> Solution:
+def solve(task: TaskLike, *, api_key: str | None = None, secret_block: str = SECRET_BLOCK,
+          config: Config | None = None, limit: str = LIMIT, create_limit: bool = True, spare: int = 1,
+          strict: bool = True, timeout_seconds: float | None = None, time_scale: float = 1.0) -> Solution:
     """Solves ``task`` holding one slot of the global concurrency limit ``limit`` (waiting up to
     ``timeout_seconds`` for it; None: no bound). The key is ``api_key``, else the Secret block
     ``secret_block``. A missing limit is created from the plan's threads less ``spare``
@@ -166,8 +168,8 @@ def solve(task: TaskLike, *, api_key: Optional[str] = None, secret_block: str = 
                 return solver.solve(task)
 
 
-def size_limit_to_plan(*, api_key: Optional[str] = None, secret_block: str = SECRET_BLOCK,
-                       config: Optional[Config] = None, limit: str = LIMIT, spare: int = 1,
+def size_limit_to_plan(*, api_key: str | None = None, secret_block: str = SECRET_BLOCK,
+                       config: Config | None = None, limit: str = LIMIT, spare: int = 1,
                        time_scale: float = 1.0) -> int:
     """Creates or updates the global concurrency limit ``limit`` to the plan's thread count less
     ``spare`` and returns it (one ``threadsinfo`` request; a ``spare`` that leaves no thread
