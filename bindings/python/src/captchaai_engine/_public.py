@@ -225,6 +225,13 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             return Variant(tag, value) if is_tagged else value
 
         return lower_variant
+    if isinstance(ty, ListType) and isinstance(ty.element, U8):
+        def lower_bytes(x: Any) -> Any:
+            if not isinstance(x, (bytes, bytearray)):
+                raise TypeError(f"{where} must be bytes, not {type(x).__name__}")
+            return bytes(x)
+
+        return lower_bytes
     if isinstance(ty, BorrowType):
         def lower_borrow(x: Any) -> Any:
             if not isinstance(x, ResourceAny):

@@ -198,6 +198,9 @@ _func_call = _bindings._wasmtime_component_func_call
 _resource_clone = _bindings._wasmtime_component_resource_any_clone
 _record_new_uninit = _bindings._wasmtime_component_valrecord_new_uninit
 _record_delete = _bindings._wasmtime_component_valrecord_delete
+_list_new = _bindings._wasmtime_component_vallist_new
+_list_new_empty = _bindings._wasmtime_component_vallist_new_empty
+_KIND = _VAL.kind.offset
 _val_new = _bindings._wasmtime_component_val_new
 _addressof = ctypes.addressof
 _memset = ctypes.memset
@@ -330,6 +333,24 @@ def lowerer(ty: Any, where: str = "value") -> Lower:
             v.kind = K_VARIANT
 
         return lower_variant
+    if isinstance(ty, T.ListType) and isinstance(ty.element, T.U8):
+        def lower_bytes(x: Any, v: Any) -> None:
+            if not isinstance(x, (bytes, bytearray)):
+                raise TypeError(f"{where} must be bytes, not {type(x).__name__}")
+            n = len(x)
+            if n == 0:
+                _list_new_empty(byref(v.of.list))
+            else:
+                # `n` u8 values laid out at once (each value's kind and its byte at the union), then
+                # copied into the list by the C API: one pass over the bytes, no object per byte.
+                raw = bytearray(n * _VAL_SIZE)
+                raw[_KIND::_VAL_SIZE] = bytes([K_U8]) * n
+                raw[_UNION::_VAL_SIZE] = x
+                values = (_VAL * n).from_buffer(raw)
+                _list_new(byref(v.of.list), n, values)
+            v.kind = K_LIST
+
+        return lower_bytes
     if isinstance(ty, T.BorrowType):
         def lower_borrow(x: Any, v: Any) -> None:
             if not isinstance(x, ResourceAny):

@@ -8,19 +8,29 @@ Nothing here sends or waits; see :mod:`captchaai_engine.solver` for drivers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Tuple, Union
 
 from . import _component
-from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
+from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError, WithKeyError
 from .tasks import Task, task_json
-from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
+from .types import (
+    Config,
+    KeylessRequest,
+    Request,
+    RequestKind,
+    Response,
+    Solution,
+    ThreadsInfo,
+    TransportErrorKind,
+)
 
 
 @dataclass(frozen=True)
 class Send:
-    """Send ``request`` at its ``at`` (sleep until then), then report the result."""
+    """Send ``request`` at its ``at`` (sleep until then), then report the result. A keyless
+    solve's request is a :class:`KeylessRequest`: send ``Engine.with_key`` of it."""
 
-    request: Request
+    request: Union[Request, KeylessRequest]
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,8 @@ class SolveHandle:
     only inside the engine."""
 
     __slots__ = ("_resource", "task_type", "_engine")
+    #: The WIT resource, which names its functions.
+    _RESOURCE = "solve"
 
     def __init__(self, engine: "Engine", resource: Any, task_type: str) -> None:
         self._engine = engine
@@ -53,7 +65,15 @@ class SolveHandle:
         self.task_type = task_type
 
     def __repr__(self) -> str:
-        return f"SolveHandle(task_type={self.task_type!r})"
+        return f"{type(self).__name__}(task_type={self.task_type!r})"
+
+
+class KeylessSolveHandle(SolveHandle):
+    """A solve without the key (a WIT ``keyless-solve``): its requests are
+    :class:`KeylessRequest` objects, which ``Engine.with_key`` fills at send time."""
+
+    __slots__ = ()
+    _RESOURCE = "keyless-solve"
 
 
 def _failure(f: Mapping[str, Any]) -> Failure:
@@ -68,9 +88,9 @@ def _failure(f: Mapping[str, Any]) -> Failure:
     )
 
 
-def _request(r: Mapping[str, Any]) -> Request:
+def _request(r: Mapping[str, Any], keyless: bool = False) -> Union[Request, KeylessRequest]:
     tag, body = r["body"]
-    return Request(
+    return (KeylessRequest if keyless else Request)(
         id=r["id"],
         kind=RequestKind(r["kind"].replace("-", "_")),
         at=r["at"],
@@ -126,7 +146,7 @@ class Engine:
             raise EngineMisuse(kind.replace("-", "_"), payload)
         kind, payload = value
         if kind == "send":
-            return Send(_request(payload))
+            return Send(_request(payload, isinstance(handle, KeylessSolveHandle)))
         if kind == "solved":
             return Solved(Solution._from_wit(payload, handle.task_type))
         return Failed(_failure(payload))
@@ -150,6 +170,63 @@ class Engine:
             return _failure(value)
         return SolveHandle(self, value, self._call("[method]solve.task-type", value))
 
+    def create_keyless(self, task: Union[Task, Mapping[str, Any], str], config: Optional[Config], now: int,
+                       times: Optional[SolveTimes] = None) -> Union[KeylessSolveHandle, Failure]:
+        """:meth:`create` without the key: a keyless solve, whose requests hold a placeholder
+        where the key goes (:class:`KeylessRequest`), for hosts that store every request they
+        send. Send :meth:`with_key` of each and feed replies back through :meth:`without_key`;
+        then it decides exactly as a solve created with the key."""
+        text = task_json(task)
+        wit_config = (config or Config())._to_wit()
+        if times is None:
+            result = self._call("[static]keyless-solve.create", text, wit_config, now)
+        else:
+            result = self._call("[static]keyless-solve.create-with-times", text, wit_config, now,
+                                self._own_times(times))
+        tag, value = result
+        if tag == "err":
+            return _failure(value)
+        return KeylessSolveHandle(self, value, self._call("[method]keyless-solve.task-type", value))
+
+    def restore_keyless(self, snapshot: str) -> KeylessSolveHandle:
+        """Continues any snapshot (of a solve with or without the key) as a keyless solve."""
+        if not isinstance(snapshot, str):
+            raise TypeError(f"a snapshot is a str, not {type(snapshot).__name__}")
+        tag, value = self._call("[static]keyless-solve.restore", snapshot)
+        if tag == "err":
+            error, detail = value
+            raise SnapshotError(error.replace("-", "_"), None if detail is None else str(detail))
+        return KeylessSolveHandle(self, value, self._call("[method]keyless-solve.task-type", value))
+
+    def with_key(self, request: KeylessRequest, key: str) -> Request:
+        """The request to send: ``request`` with ``key`` in place of its placeholder, byte for
+        byte the request a solve created with the key sends at the same point. Call it where the
+        key is, at send time; raises :class:`WithKeyError` for a malformed key or a request that
+        holds no placeholder."""
+        if not isinstance(request, KeylessRequest):
+            raise TypeError(f"with_key takes a KeylessRequest, not {type(request).__name__}")
+        wit = {
+            "id": request.id,
+            "kind": RequestKind(request.kind).value.replace("_", "-"),
+            "at": request.at,
+            "url": request.url,
+            "content-type": request.content_type,
+            "body": ("form", request.body) if isinstance(request.body, str) else ("multipart", bytes(request.body)),
+            "timeout-ms": request.timeout_ms,
+        }
+        tag, value = self._call("with-key", wit, _key(key))
+        if tag == "err":
+            kind, detail = value
+            raise WithKeyError(kind.replace("-", "_"), detail)
+        return _request(value)
+
+    def without_key(self, response: Response, key: str) -> Response:
+        """``response`` with every occurrence of ``key`` replaced by ``<redacted>``, as a solve
+        with the key treats a reply before reading it: what a host of a keyless solve stores
+        and feeds back."""
+        wit = self._call("without-key", {"status": response.status, "body": response.body}, _key(key))
+        return Response(wit["status"], wit["body"])
+
     def restore(self, snapshot: str, key: str) -> SolveHandle:
         """Continues a solve from a snapshot with the key supplied again."""
         if not isinstance(snapshot, str):
@@ -172,12 +249,12 @@ class Engine:
 
     def poll_output(self, handle: SolveHandle, now: int) -> Output:
         """What to do at ``now``: the next request, or the terminal outcome (sticky)."""
-        return self._output(self._call("[method]solve.poll-output", self._own(handle), now), handle)
+        return self._output(self._call(_method(handle, "poll-output"), self._own(handle), now), handle)
 
     def handle_response(self, handle: SolveHandle, now: int, request_id: int, response: Response) -> Output:
         """Feeds back the reply to ``request_id`` received at ``now``; returns the next output."""
         wit = {"status": response.status, "body": response.body}
-        return self._output(self._call("[method]solve.handle-response", self._own(handle), now, request_id, wit),
+        return self._output(self._call(_method(handle, "handle-response"), self._own(handle), now, request_id, wit),
                             handle)
 
     def handle_transport_error(self, handle: SolveHandle, now: int, request_id: int,
@@ -185,27 +262,34 @@ class Engine:
         """Reports that ``request_id`` failed without a reply at ``now``; returns the next output."""
         kind = TransportErrorKind(error).value
         return self._output(
-            self._call("[method]solve.handle-transport-error", self._own(handle), now, request_id, kind), handle)
+            self._call(_method(handle, "handle-transport-error"), self._own(handle), now, request_id, kind), handle)
 
     def snapshot(self, handle: SolveHandle) -> str:
         """The whole in-flight state as versioned JSON, without the key."""
-        return self._call("[method]solve.snapshot", self._own(handle))
+        return self._call(_method(handle, "snapshot"), self._own(handle))
 
     def snapshot_base(self, handle: SolveHandle) -> str:
         """The part of the snapshot that never changes during a solve (task and config)."""
+        _keyed(handle)
         return self._call("[method]solve.snapshot-base", self._own(handle))
 
     def snapshot_state(self, handle: SolveHandle) -> str:
         """The part that changes with each result (a few hundred bytes)."""
+        _keyed(handle)
         return self._call("[method]solve.snapshot-state", self._own(handle))
 
     def task_id(self, handle: SolveHandle) -> Optional[str]:
         """The current CaptchaAI task id, once a submit was accepted."""
-        return self._call("[method]solve.task-id", self._own(handle))
+        return self._call(_method(handle, "task-id"), self._own(handle))
 
     def deadline(self, handle: SolveHandle) -> Optional[int]:
         """When the deadline passes (epoch ms), once the first submit was sent."""
-        return self._call("[method]solve.deadline", self._own(handle))
+        return self._call(_method(handle, "deadline"), self._own(handle))
+
+    def ends_by(self, handle: SolveHandle) -> Optional[int]:
+        """The latest time the solve can still wait on CaptchaAI (epoch ms): its deadline plus
+        one request timeout."""
+        return self._call(_method(handle, "ends-by"), self._own(handle))
 
     def drop(self, handle: SolveHandle) -> None:
         """Frees a solve (its handle is unusable afterwards)."""
@@ -307,6 +391,14 @@ class Engine:
         tag, value = self._call("parse-balance", _reply(reply))
         return _failure(value) if tag == "err" else float(value)
 
+    def thread_gate(self, plan_threads: int, reserve: int) -> Union["ThreadGate", Failure]:
+        """The engine's thread gate: admits at most ``plan_threads - reserve`` solves at once and
+        queues the rest in arrival order; a failure when the reserve leaves no thread."""
+        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
+        if tag == "err":
+            return _failure(value)
+        return ThreadGate(self, value)
+
     def thread_capacity(self, plan_threads: int, reserve: int) -> Union[int, Failure]:
         """How many solves the engine's thread gate admits at once for a plan of
         ``plan_threads`` less ``reserve`` threads; a failure when the reserve leaves none."""
@@ -321,6 +413,73 @@ class Engine:
     def _account_request(self, name: str, key: str, config: Optional[Config]) -> Union[Request, Failure]:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())
         return _failure(value) if tag == "err" else _request(value)
+
+
+class ThreadGate:
+    """The engine's thread gate (a WIT ``thread-gate``) inside an :class:`Engine`: tickets are
+    admitted in arrival order while fewer than ``capacity`` run. Admission is
+    ``("admitted", None)`` or ``("queued", solves_ahead)``."""
+
+    __slots__ = ("_engine", "_resource")
+
+    def __init__(self, engine: Engine, resource: Any) -> None:
+        self._engine = engine
+        self._resource = resource
+
+    def __repr__(self) -> str:
+        return "ThreadGate()" if self._resource is None else (
+            f"ThreadGate(capacity={self.capacity}, running={self.running}, queued={self.queued})")
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._resource is None:
+            raise ValueError("this thread gate was dropped")
+        return self._engine._call(f"[method]thread-gate.{name}", self._resource, *args)
+
+    def enter(self) -> Tuple[int, Tuple[str, Optional[int]]]:
+        """A new ticket and its admission."""
+        ticket, admission = self._call("enter")
+        return ticket, admission
+
+    def admission(self, ticket: int) -> Optional[Tuple[str, Optional[int]]]:
+        """Where ``ticket`` stands; None if the gate does not hold it."""
+        return self._call("admission", ticket)
+
+    def leave(self, ticket: int) -> Optional[List[int]]:
+        """Ends a running ticket or withdraws a queued one; the tickets admitted as a result
+        (None if the gate does not hold it)."""
+        return self._call("leave", ticket)
+
+    def set_plan(self, plan_threads: int) -> Union[List[int], Failure]:
+        """Applies a new plan size; the tickets newly admitted."""
+        tag, value = self._call("set-plan", plan_threads)
+        return _failure(value) if tag == "err" else value
+
+    @property
+    def capacity(self) -> int:
+        return self._call("capacity")
+
+    @property
+    def running(self) -> int:
+        return self._call("running")
+
+    @property
+    def queued(self) -> int:
+        return self._call("queued")
+
+    def drop(self) -> None:
+        """Frees the gate."""
+        resource, self._resource = self._resource, None
+        if resource is not None:
+            self._engine._instance.drop(resource)
+
+
+def _keyed(handle: SolveHandle) -> None:
+    if isinstance(handle, KeylessSolveHandle):
+        raise TypeError("a keyless solve has no snapshot parts: use snapshot()")
+
+
+def _method(handle: SolveHandle, name: str) -> str:
+    return f"[method]{handle._RESOURCE}.{name}"
 
 
 def _key(key: Any) -> str:
