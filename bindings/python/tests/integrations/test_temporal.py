@@ -63,7 +63,7 @@ from captchaai_engine.integrations.temporal import (  # noqa: E402
     SolveWorkflow,
     captchaai_error,
 )
-from emulated import KEY, UNSOLVABLE_SITEKEY, RunningEmulator  # noqa: E402
+from emulated import KEY, UNKNOWN_KEY, UNSOLVABLE_SITEKEY, RunningEmulator  # noqa: E402
 from temporal_server import TemporalDevServer  # noqa: E402
 from temporal_workflows import SolveEach  # noqa: E402
 
@@ -150,20 +150,20 @@ def queue_name(label: str) -> str:
     return f"{label}-{uuid.uuid4().hex[:8]}"
 
 
-def captchaai_for(emulator: RunningEmulator, queue: str, **options: Any) -> CaptchaAI:
+def captchaai_for(emulator: RunningEmulator, queue: str, key: str = KEY, **options: Any) -> CaptchaAI:
     options.setdefault("budget", f"budget-{queue}")
     options.setdefault("reserve", 0)
     options.setdefault("heartbeat_timeout", timedelta(seconds=1))
-    return CaptchaAI(KEY, Config(base_url=emulator.base_url), time_scale=SCALE, **options)
+    return CaptchaAI(key, Config(base_url=emulator.base_url), time_scale=SCALE, **options)
 
 
 @asynccontextmanager
-async def worker(temporal: TemporalDevServer, emulator: RunningEmulator, label: str,
+async def worker(temporal: TemporalDevServer, emulator: RunningEmulator, label: str, key: str = KEY,
                  **options: Any) -> AsyncIterator[Tuple[Client, str, CaptchaAI]]:
     """A worker in this process, as the README builds it, on a task queue of its own."""
     client = await Client.connect(temporal.address)
     queue = queue_name(label)
-    captchaai = captchaai_for(emulator, queue, **options)
+    captchaai = captchaai_for(emulator, queue, key, **options)
     async with captchaai.worker(client, task_queue=queue, workflows=[SolveEach],
                                 sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)):
         yield client, queue, captchaai
@@ -259,6 +259,20 @@ async def test_failures_end_the_workflow_with_the_engines_typed_failure(temporal
     assert sitekeys.count(UNSOLVABLE_SITEKEY) == 2 and sitekeys.count(SITEKEY) == 1, sitekeys
 
 
+async def test_a_key_the_plan_refuses_fails_the_first_solve_with_nothing_submitted(temporal, start_emulator):
+    emulator = emulator_with(start_emulator, 5)
+    async with worker(temporal, emulator, "bad-key", key=UNKNOWN_KEY) as (client, queue, captchaai):
+        with pytest.raises(WorkflowFailureError) as raised:
+            await client.execute_workflow(SolveWorkflow.run, SolveInput(turnstile()), id=queue_name("bad-key"),
+                                          task_queue=queue, execution_timeout=timedelta(seconds=WAIT_S))
+    # The budget could not read the plan (threadsinfo: the key does not exist): the engine's
+    # permanent failure, and no budget workflow, no submit.
+    error = captchaai_error(raised.value)
+    assert isinstance(error, PermanentError) and error.code == "ERROR_KEY_DOES_NOT_EXIST", raised.value
+    assert emulator.actions() == ["threadsinfo"]
+    assert temporal.workflows(f"WorkflowId = '{captchaai.budget}'") == []
+
+
 async def test_a_cancelled_or_timed_out_holder_gives_its_slot_back(temporal, start_emulator):
     # One thread: every solve waits for the one before it to give the slot back.
     emulator = emulator_with(start_emulator, 1, "--solve-time", "all=40000:40000")
@@ -289,6 +303,9 @@ async def test_a_cancelled_or_timed_out_holder_gives_its_slot_back(temporal, sta
         assert (await timed_out.describe()).status == WorkflowExecutionStatus.TIMED_OUT
         assert "release" not in _signals_sent(await timed_out.fetch_history())
         await until(lambda: _idle(client, budget), "every slot back")
+        # An operator's new plan size reaches the gate.
+        await client.get_workflow_handle(budget).signal("set_plan", 3)
+        await until(lambda: _state_is(client, budget, capacity=3), "the new plan")
     no_bad_key(emulator)
 
 
@@ -385,7 +402,7 @@ async def test_a_worker_killed_mid_solve_is_finished_by_another_with_one_submit(
     assert solution.task_id and solution.answer
     assert len(submits(emulator)) == 1, submits(emulator)  # the same task, never submitted again
     history = await handle.fetch_history()
-    assert len(_identities(history)) == 2  # both workers ran the workflow
+    assert len(_identities(history)) == 2, _identities(history)  # both workers ran the workflow
     no_bad_key(emulator)
 
 
@@ -462,13 +479,13 @@ async def test_the_key_is_in_no_history_log_line_or_failure(temporal):
     for execution in executions:
         raw = temporal.history_text(execution["execution"]["workflowId"], execution["execution"]["runId"])
         text = raw + "\n".join(_payload_texts(json.loads(raw)))
-        assert KEY not in text, execution["execution"]
+        assert KEY not in text and UNKNOWN_KEY not in text, execution["execution"]
         placeholders += "{captchaai-key}" in text  # the requests are there, without the key
         types.add(execution["type"]["name"])
     assert {"captchaai-solve", BUDGET_WORKFLOW, "solve-each"} <= types, types
     assert placeholders > 200, placeholders
     assert len(_records) > 100, len(_records)
-    assert not [line for line in _records if KEY in line]
+    assert not [line for line in _records if KEY in line or UNKNOWN_KEY in line]
 
 
 def _payload_texts(value: Any) -> List[str]:

@@ -31,8 +31,9 @@ def test_the_example_solves_in_workflows_on_a_fresh_server(example_emulator, tmp
         lines = run.stdout.splitlines()
         assert [line.split(":")[0] for line in lines] == ["north", "south"], run.stdout
         assert all("CaptchaAI task" in line for line in lines)
-        # One threadsinfo (the budget, sized to the plan on first use), then one submit per region.
-        assert example_emulator.actions().count("threadsinfo") == 1
+        # The budget sized to the plan on first use (one threadsinfo per solve that found it not
+        # running yet: both, when they start together), then one submit per region.
+        assert 1 <= example_emulator.actions().count("threadsinfo") <= 2
         assert example_emulator.paths().count("/in.php") == 2
         # The budget workflow runs on, sized to the plan's threads less the reserve of one.
         budget = server.cli_json("workflow", "describe", "--workflow-id", "captchaai-budget")

@@ -12,7 +12,13 @@ replays the history and carries on from the same point, without a second submit.
   from a client or as a child workflow.
 - :class:`CaptchaAI` holds the key and the config on the worker side: ``captchaai.worker(client,
   task_queue=..., workflows=[...])`` builds a worker with your workflows, this module's
-  workflows and activities, and a sandbox that passes ``captchaai_engine`` through.
+  workflows and activities, and a sandbox that passes ``captchaai_engine`` through (wasmtime
+  loads once per process, outside the sandbox; the engine is deterministic by construction). A
+  workflow reads the worker's settings once per run through a local activity
+  (:class:`WorkerSettings`), so replays and other workers use the same ones. The engine runs in
+  one instance per process (:class:`_SharedEngine`); the component instance is never part of the
+  state: after a cache eviction, a restart or a trap, the solve is rebuilt by replaying the
+  history into a fresh one.
 - **The key never enters history.** Solves are keyless (the engine's ``keyless-solve``): the
   requests in history hold a placeholder where the key goes. The send activity, on the worker
   that holds the key, inserts it with the engine's ``with-key`` at send time and removes it from
@@ -25,7 +31,7 @@ replays the history and carries on from the same point, without a second submit.
   engine's bound on how long a solve waits on CaptchaAI) plus :data:`LEASE_GRACE`, on the budget
   workflow's clock, so the slot of a solve whose workflow timed out or was terminated without
   its cleanup comes back too. The budget continues as new every :data:`BUDGET_HISTORY_EVENTS`
-  events.
+  events, and runs on the task queue of the worker that started it: keep a worker on it.
 - **Adaptive polling**: the budget workflow keeps one solve-times model per captcha type
   (the engine's ``solve-times``); a grant carries the model of the solve's type, the solve is
   created with it, and its ``release`` reports the solution's times (never its answer).
@@ -58,12 +64,11 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .. import _component
 from .._http import PooledTransport
 from ..engine import Engine, Failed, KeylessSolveHandle, Send, Solved, SolveTimes
 from ..errors import CaptchaAIError, Failure, FailureClass, SolveTimesError
 from ..solver import HTTP_CONNECTIONS, _SEND_ERRORS, _transport_kind
-from ..tasks import TaskLike, task_json, task_type
+from ..tasks import TaskLike, task_json
 from ..types import Config, KeylessRequest, RequestKind, Response, Solution, TransportErrorKind
 from ._common import ConfigurationError, error_from_json
 
@@ -256,10 +261,11 @@ class _Run:
 
 
 class _SharedEngine:
-    """One engine instance for the workflows of a process (an instance per workflow would cost
-    its memory a thousand times over), behind a lock: workflow tasks run on several threads. A
-    trapped instance is replaced; the solves that lived in it fail their workflow task and are
-    replayed from history into the new one."""
+    """One engine instance for the workflows of a process, behind a lock (workflow tasks run on
+    several threads): a solve in it takes under 2 KiB, an instance of its own about 87 KiB
+    resident (measured with 100 instances, wasmtime 50). A trapped instance is replaced; the
+    solves that lived in it fail their workflow task and are replayed from history into the new
+    one."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -357,10 +363,14 @@ class _Lease:
             try:
                 await self._signal(ACQUIRE_SIGNAL, self.acquire)
             except ApplicationError:  # the budget workflow does not run: start it, then ask again
-                await workflow.execute_activity(
-                    START_BUDGET_ACTIVITY, self.budget_id, start_to_close_timeout=timedelta(minutes=1),
-                    retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[
-                        "PermanentError", "ConfigurationError"]))
+                try:
+                    await workflow.execute_activity(
+                        START_BUDGET_ACTIVITY, self.budget_id, start_to_close_timeout=timedelta(minutes=1),
+                        retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=[
+                            "PermanentError", "ConfigurationError"]))
+                except ActivityError as error:  # the plan could not be read: the engine's failure
+                    self.held = False
+                    raise _unwrapped(error) from None
                 await self._signal(ACQUIRE_SIGNAL, self.acquire)
             await workflow.wait_condition(lambda: self.seq in self.grants.granted)
             grant = self.grants.granted.pop(self.seq)
@@ -375,7 +385,18 @@ class _Lease:
         if self.held:
             self.held = False
             info = self.acquire
-            await self._signal(RELEASE_SIGNAL, Release(info.workflow_id, info.run_id, self.seq, observed))
+            try:
+                await self._signal(RELEASE_SIGNAL, Release(info.workflow_id, info.run_id, self.seq, observed))
+            except ApplicationError:  # the budget workflow ended: it holds nothing of this solve
+                pass
+
+
+def _unwrapped(error: ActivityError) -> BaseException:
+    """The activity's own ``ApplicationError`` (its type and details), else ``error``."""
+    cause = error.cause
+    if not isinstance(cause, ApplicationError):
+        return error
+    return ApplicationError(cause.message, *cause.details, type=cause.type, non_retryable=cause.non_retryable)
 
 
 @workflow.defn(name=BUDGET_WORKFLOW)
@@ -386,7 +407,7 @@ class BudgetWorkflow:
     capacity, running and queued solves and the most that ran at once."""
 
     def __init__(self) -> None:
-        self._inbox: List[Union[Acquire, Release]] = []
+        self._inbox: List[Union[Acquire, Release, int]] = []
         self._summary: Dict[str, int] = {}
 
     @workflow.signal(name=ACQUIRE_SIGNAL)
@@ -396,6 +417,11 @@ class BudgetWorkflow:
     @workflow.signal(name=RELEASE_SIGNAL)
     def release(self, request: Release) -> None:
         self._inbox.append(request)
+
+    @workflow.signal(name="set_plan")
+    def set_plan(self, plan_threads: int) -> None:
+        """A new plan size (for operators: ``temporal workflow signal --name set_plan``)."""
+        self._inbox.append(plan_threads)
 
     @workflow.query(name="state")
     def state(self) -> Dict[str, int]:
@@ -415,7 +441,7 @@ class BudgetWorkflow:
         holders: Dict[int, Holder] = {}
         by_key: Dict[str, int] = {}
         models = dict(state.solve_times)
-        peak = state.peak
+        peak, plan = state.peak, state.plan_threads
         to_grant: List[int] = []
 
         def enter(holder: Holder) -> None:
@@ -438,7 +464,14 @@ class BudgetWorkflow:
         while True:
             now = _workflow_ms()
             for message in self._inbox:
-                if isinstance(message, Acquire):
+                if isinstance(message, int):
+                    admitted = _engine(lambda engine: gate.set_plan(message))
+                    if isinstance(admitted, Failure):
+                        workflow.logger.warning("captchaai: plan of %d threads refused: %s", message, admitted.message)
+                    else:
+                        plan = message
+                        to_grant.extend(admitted)
+                elif isinstance(message, Acquire):
                     holder = Holder(message.workflow_id, message.run_id, message.seq, message.task_type,
                                     message.lease_ms)
                     if holder.key not in by_key:
@@ -473,8 +506,8 @@ class BudgetWorkflow:
                 continue
             if workflow.info().get_current_history_length() >= BUDGET_HISTORY_EVENTS:
                 ordered = sorted(holders.items(), key=lambda item: (item[1].expires_at is None, item[0]))
-                workflow.continue_as_new(BudgetState(state.plan_threads, state.reserve,
-                                                     [holder for _, holder in ordered], models, peak))
+                workflow.continue_as_new(BudgetState(plan, state.reserve, [holder for _, holder in ordered],
+                                                     models, peak))
             expiries = [h.expires_at for h in holders.values() if h.expires_at is not None]
             timeout = None if not expiries else max(0.001, (min(expiries) - now) / 1000.0)
             try:
@@ -515,7 +548,10 @@ async def solve(task: TaskLike, *, config: Optional[Config] = None) -> Solution:
     run = _Run.current()
     settings = await run.settings()
     config = Config.from_dict({**settings.config, **(config.to_dict() if config is not None else {})})
-    text = task_json(task)
+    try:
+        text = task_json(task)
+    except (TypeError, ValueError) as error:  # not a task at all (the engine checks the task itself)
+        raise ApplicationError(f"the task: {error}", type="ConfigurationError", non_retryable=True) from None
     clock = _Clock(settings.time_scale)
     # The engine checks the task first (nothing is sent, no thread taken), and says how long a
     # solve of it can hold a thread at most (its ends-by, from its creation).
@@ -608,7 +644,10 @@ class SolveWorkflow:
 
     @workflow.run
     async def run(self, request: SolveInput) -> Solution:
-        config = Config.from_dict(request.config) if request.config is not None else None
+        try:
+            config = Config.from_dict(request.config) if request.config is not None else None
+        except (TypeError, ValueError) as error:
+            raise ApplicationError(f"SolveInput.config: {error}", type="ConfigurationError", non_retryable=True) from None
         return await solve(request.task, config=config)
 
 
@@ -649,7 +688,6 @@ class CaptchaAI:
         self.heartbeat_timeout = heartbeat_timeout
         self.time_scale = float(time_scale)
         self._http = http_client
-        self._client: Optional[Client] = None
 
     def __repr__(self) -> str:  # never the key
         return f"CaptchaAI(config={self.config!r}, budget={self.budget!r}, reserve={self.reserve})"
@@ -676,7 +714,6 @@ class CaptchaAI:
                activities: Sequence[Callable[..., Any]] = (), **options: Any) -> Worker:
         """A worker for ``task_queue`` with ``workflows`` and ``activities`` plus this module's, and
         the sandbox runner; other options go to ``temporalio.worker.Worker``."""
-        self._client = client
         options.setdefault("workflow_runner", self.sandbox_runner())
         return Worker(client, task_queue=task_queue, workflows=[*workflows, *self.workflows],
                       activities=[*activities, *self.activities], **options)
@@ -729,9 +766,6 @@ class CaptchaAI:
     async def start_budget(self, budget_id: str) -> None:
         """Starts the budget workflow ``budget_id`` on this task queue if it does not run, sized to
         the plan's threads (one ``threadsinfo``) less ``reserve``."""
-        if self._client is None:
-            raise ApplicationError("the CaptchaAI worker has no Temporal client: build it with CaptchaAI.worker()",
-                                   type="ConfigurationError", non_retryable=True)
         request = self._with_engine(lambda engine: engine.threads_info_request(self._key, self.config))
         if isinstance(request, Failure):
             raise _application_error(request)
@@ -749,7 +783,7 @@ class CaptchaAI:
         if isinstance(capacity, Failure):
             raise ApplicationError(f"{capacity.message}: lower the CaptchaAI reserve", type="ConfigurationError",
                                    non_retryable=True)
-        await self._client.start_workflow(
+        await activity.client().start_workflow(
             BUDGET_WORKFLOW, BudgetState(info.threads, self.reserve), id=budget_id,
             task_queue=activity.info().task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
 
