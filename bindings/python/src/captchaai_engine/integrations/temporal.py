@@ -265,17 +265,28 @@ class _SharedEngine:
     several threads): a solve in it takes under 2 KiB, an instance of its own about 87 KiB
     resident (measured with 100 instances, wasmtime 50). A trapped instance is replaced; the
     solves that lived in it fail their workflow task and are replayed from history into the new
-    one."""
+    one.
+
+    Resources are freed with :meth:`free`, which only queues the freeing for the next call: the
+    cleanup of a workflow coroutine may run inside the garbage collector (the SDK drops replayed
+    and evicted instances), that is inside another engine call on the same thread, which would
+    otherwise wait on its own lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._engine: Optional[Engine] = None
+        self._to_free: List[Callable[[Engine], Any]] = []
 
     def __call__(self, fn: Callable[[Engine], T]) -> T:
         with self._lock:
             if self._engine is None or self._engine.trapped:
                 self._engine = Engine()
+            while self._to_free:
+                self._to_free.pop()(self._engine)
             return fn(self._engine)
+
+    def free(self, fn: Callable[[Engine], Any]) -> None:
+        self._to_free.append(fn)  # atomic: no lock taken
 
 
 _engine = _SharedEngine()
@@ -435,7 +446,7 @@ class BudgetWorkflow:
         try:
             await self._serve(gate, state)
         finally:
-            _engine(lambda engine: gate.drop())
+            _engine.free(lambda engine: gate.drop())
 
     async def _serve(self, gate: Any, state: BudgetState) -> None:
         holders: Dict[int, Holder] = {}
@@ -560,15 +571,20 @@ async def solve(task: TaskLike, *, config: Optional[Config] = None) -> Solution:
         raise _application_error(checked)
     kind, lease_virtual_ms = checked
     lease = _Lease(run, settings.budget, kind, clock.real_ms(lease_virtual_ms)) if settings.budget else None
-    observed: Optional[Solution] = None
     try:
         grant = await lease.wait() if lease is not None else None
         solution = await _drive(text, config, _Clock(settings.time_scale), grant, settings)
-        observed = dataclasses.replace(solution, answer="", answer_json=None, is_structured=False)
-        return solution
-    finally:
+    except GeneratorExit:
+        # Closed by the garbage collector (a replayed or evicted instance the SDK dropped): this
+        # may run while another workflow is active, so it must issue no command.
+        raise
+    except BaseException:  # failed, cancelled, or evicted (the SDK then refuses the signal)
         if lease is not None:
-            await lease.release(observed)
+            await lease.release(None)
+        raise
+    if lease is not None:
+        await lease.release(dataclasses.replace(solution, answer="", answer_json=None, is_structured=False))
+    return solution
 
 
 def _probe(engine: Engine, text: str, config: Config, now: int) -> Union[Tuple[str, int], Failure]:
@@ -611,7 +627,7 @@ async def _drive(text: str, config: Config, clock: _Clock, grant: Optional[Grant
         assert isinstance(output, Solved)
         return output.solution
     finally:
-        _engine(lambda engine: engine.drop(handle) if handle._engine is engine else None)
+        _engine.free(lambda engine: engine.drop(handle) if handle._engine is engine else None)
 
 
 def _feed(engine: Engine, handle: KeylessSolveHandle, now: int, request_id: int, reply: Reply) -> Any:
