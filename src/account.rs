@@ -48,7 +48,7 @@ fn account_request(
 ) -> Result<HttpRequest, ValidationError> {
     let base = normalise_base_url(&config.base_url)?;
     REQUEST_TIMEOUT_MS.check(config.request_timeout_ms)?;
-    let body = http::FormWriter::new(key, 32).pair("action", action).finish();
+    let body = http::FormWriter::new(&http::KeySlot::Key(key.clone()), 32).pair("action", action).finish();
     Ok(HttpRequest::form(0, kind, 0, endpoint_url(base, "/res.php"), body, config.request_timeout_ms))
 }
 

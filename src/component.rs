@@ -9,7 +9,7 @@ use crate::endpoint::{self, HostRefusal, Path, ReplyFormat, ResAction, SolveStat
 use crate::{
     Answer, ApiKey, Body, Class, Config, Failure, Misuse, Origin, Output, RequestKind, RestoreError, Solution,
 };
-use crate::{HttpRequest, Solve, SolveTimes, SolveTimesError, Task, TransportError};
+use crate::{HttpRequest, Solve, SolveTimes, SolveTimesError, Task, TransportError, WithKeyError};
 
 wit_bindgen::generate!({
     world: "engine-component",
@@ -19,6 +19,7 @@ wit_bindgen::generate!({
 use exports::captchaai::engine::account as wit_account;
 use exports::captchaai::engine::endpoint as wit_endpoint;
 use exports::captchaai::engine::engine as wit_engine;
+use exports::captchaai::engine::keyless as wit_keyless;
 use exports::captchaai::engine::types as wit;
 
 struct Component;
@@ -33,6 +34,9 @@ static ALLOCATOR: crate::pool::Pool<talc::wasm::WasmDynamicTalc> =
 
 /// A solve behind the resource handle.
 struct SolveResource(RefCell<Solve>);
+
+/// A keyless solve behind the resource handle.
+struct KeylessSolveResource(RefCell<Solve>);
 
 /// A thread gate behind the resource handle.
 struct GateResource(RefCell<ThreadGate>);
@@ -186,6 +190,148 @@ impl wit_engine::GuestSolveTimes for SolveTimesResource {
 
     fn quantile_ms(&self, permille: u32) -> Option<u64> {
         self.0.borrow().quantile_ms(u64::from(permille))
+    }
+}
+
+impl wit_keyless::Guest for Component {
+    type KeylessSolve = KeylessSolveResource;
+
+    fn with_key(
+        request: wit_keyless::KeylessRequest,
+        key: String,
+    ) -> Result<wit::HttpRequest, wit_keyless::WithKeyError> {
+        let key = ApiKey::new(key).map_err(|e| wit_keyless::WithKeyError::InvalidKey(e.message))?;
+        let wit_keyless::KeylessRequest { id, kind, at, url, content_type, body, timeout_ms } = request;
+        HttpRequest::keyless_from_parts(id, kind_from_wit(kind), at, url, content_type, body_from_wit(body), timeout_ms)
+            .and_then(|keyless| keyless.with_key(&key))
+            .map(request_to_wit)
+            .map_err(|WithKeyError::NotKeyless| wit_keyless::WithKeyError::NotKeyless)
+    }
+
+    fn without_key(response: wit::HttpResponse, key: String) -> wit::HttpResponse {
+        // A malformed key cannot have been sent, so it is in no reply: nothing to remove.
+        let body = match ApiKey::new(&key) {
+            Ok(key) => key.redact(&response.body).into_owned(),
+            Err(_) => response.body,
+        };
+        wit::HttpResponse { status: response.status, body }
+    }
+}
+
+impl wit_keyless::GuestKeylessSolve for KeylessSolveResource {
+    fn create(task_json: String, config: wit::Config, now: u64) -> Result<wit_keyless::KeylessSolve, wit::Failure> {
+        Solve::keyless_from_json(&task_json, &config_from_wit(config), now)
+            .map(keyless_solve_to_wit)
+            .map_err(failure_to_wit)
+    }
+
+    fn create_with_times(
+        task_json: String,
+        config: wit::Config,
+        now: u64,
+        times: wit_engine::SolveTimesBorrow<'_>,
+    ) -> Result<wit_keyless::KeylessSolve, wit::Failure> {
+        let config = config_from_wit(config);
+        let times = times.get::<SolveTimesResource>().0.borrow();
+        let solve = || -> Result<Solve, Failure> {
+            let task = Task::from_json(&task_json)?;
+            Ok(Solve::keyless_with_solve_times(task, &config, &times, now)?)
+        };
+        solve().map(keyless_solve_to_wit).map_err(failure_to_wit)
+    }
+
+    fn restore(snapshot: String) -> Result<wit_keyless::KeylessSolve, wit::RestoreError> {
+        Solve::restore_keyless(&snapshot).map(keyless_solve_to_wit).map_err(restore_error_to_wit)
+    }
+
+    fn poll_output(&self, now: u64) -> Result<wit_keyless::KeylessOutput, wit::Misuse> {
+        self.0.borrow_mut().poll_output(now).map(keyless_output_to_wit).map_err(misuse_to_wit)
+    }
+
+    fn handle_response(
+        &self,
+        now: u64,
+        request_id: u32,
+        response: wit::HttpResponse,
+    ) -> Result<wit_keyless::KeylessOutput, wit::Misuse> {
+        let mut solve = self.0.borrow_mut();
+        solve
+            .handle_response(now, request_id, response.status, response.body.as_bytes())
+            .map(keyless_output_to_wit)
+            .map_err(misuse_to_wit)
+    }
+
+    fn handle_transport_error(
+        &self,
+        now: u64,
+        request_id: u32,
+        error: wit::TransportError,
+    ) -> Result<wit_keyless::KeylessOutput, wit::Misuse> {
+        let error = transport_from_wit(error);
+        self.0
+            .borrow_mut()
+            .handle_transport_error(now, request_id, error)
+            .map(keyless_output_to_wit)
+            .map_err(misuse_to_wit)
+    }
+
+    fn snapshot(&self) -> String {
+        self.0.borrow().snapshot()
+    }
+
+    fn task_id(&self) -> Option<String> {
+        self.0.borrow().task_id().map(str::to_owned)
+    }
+
+    fn deadline(&self) -> Option<u64> {
+        self.0.borrow().deadline()
+    }
+
+    fn ends_by(&self) -> Option<u64> {
+        self.0.borrow().ends_by()
+    }
+
+    fn task_type(&self) -> String {
+        self.0.borrow().task().task_type().name().to_owned()
+    }
+}
+
+fn keyless_solve_to_wit(solve: Solve) -> wit_keyless::KeylessSolve {
+    wit_keyless::KeylessSolve::new(KeylessSolveResource(RefCell::new(solve)))
+}
+
+fn keyless_output_to_wit(o: Output) -> wit_keyless::KeylessOutput {
+    match o {
+        Output::Send(r) => {
+            let wit::HttpRequest { id, kind, at, url, content_type, body, timeout_ms } = request_to_wit(r);
+            wit_keyless::KeylessOutput::Send(wit_keyless::KeylessRequest {
+                id,
+                kind,
+                at,
+                url,
+                content_type,
+                body,
+                timeout_ms,
+            })
+        }
+        Output::Solved(s) => wit_keyless::KeylessOutput::Solved(solution_to_wit(s)),
+        Output::Failed(f) => wit_keyless::KeylessOutput::Failed(failure_to_wit(f)),
+    }
+}
+
+fn kind_from_wit(kind: wit::RequestKind) -> RequestKind {
+    match kind {
+        wit::RequestKind::Submit => RequestKind::Submit,
+        wit::RequestKind::Poll => RequestKind::Poll,
+        wit::RequestKind::ThreadsInfo => RequestKind::ThreadsInfo,
+        wit::RequestKind::Balance => RequestKind::Balance,
+    }
+}
+
+fn body_from_wit(body: wit::RequestBody) -> Body {
+    match body {
+        wit::RequestBody::Form(text) => Body::Form(text.into()),
+        wit::RequestBody::Multipart(bytes) => Body::Multipart(bytes),
     }
 }
 

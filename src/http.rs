@@ -1,10 +1,13 @@
 //! The HTTP side of the contract: the requests the engine asks a host to send, the transport
-//! errors a host reports back, and the API key (which goes only into request bodies).
+//! errors a host reports back, and the API key (which goes only into request bodies, or, for a
+//! keyless solve, is inserted by the host with [`HttpRequest::with_key`] at send time).
 
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+
+use thiserror::Error;
 
 use crate::codes;
 use crate::error::ValidationError;
@@ -36,7 +39,45 @@ impl ApiKey {
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }
+
+    /// `reply` with every occurrence of this key replaced by `<redacted>`, exactly as a solve
+    /// treats a reply before reading it (borrowed when the key does not occur). For hosts of a
+    /// keyless solve, which store the replies they feed back (the solve has no key to remove).
+    pub fn redact<'a>(&self, reply: &'a str) -> Cow<'a, str> {
+        crate::text::redact(Cow::Borrowed(reply), self.expose())
+    }
 }
+
+/// What a request body holds where the key goes: the key, or, in a keyless solve's requests, the
+/// placeholder [`KEY_PLACEHOLDER`] that [`HttpRequest::with_key`] replaces.
+#[derive(Clone)]
+pub(crate) enum KeySlot {
+    Key(ApiKey),
+    Placeholder,
+}
+
+impl KeySlot {
+    /// The text written into bodies.
+    fn text(&self) -> &str {
+        match self {
+            KeySlot::Key(key) => key.expose(),
+            KeySlot::Placeholder => KEY_PLACEHOLDER,
+        }
+    }
+
+    /// The secret to keep out of replies and messages ("" for a keyless solve: nothing to hide).
+    pub(crate) fn secret(&self) -> &str {
+        match self {
+            KeySlot::Key(key) => key.expose(),
+            KeySlot::Placeholder => "",
+        }
+    }
+}
+
+/// What a keyless solve's request bodies hold where the key goes (the first field of every body
+/// the engine renders), until [`HttpRequest::with_key`] puts the key there. Not a key's shape (32
+/// letters and digits): CaptchaAI refuses a body still holding it with `ERROR_WRONG_USER_KEY`.
+pub const KEY_PLACEHOLDER: &str = "{captchaai-key}";
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -94,7 +135,9 @@ impl Body {
     }
 }
 
-/// An HTTP request for the host to send at `at`. Always a `POST` with the key in the body.
+/// An HTTP request for the host to send at `at`. Always a `POST` with the key in the body, or,
+/// for a keyless solve's requests ([`HttpRequest::is_keyless`]), with [`KEY_PLACEHOLDER`] where
+/// the key goes: send only what [`HttpRequest::with_key`] makes of those.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpRequest {
@@ -108,12 +151,24 @@ pub struct HttpRequest {
     pub url: Arc<str>,
     /// The `Content-Type` header value.
     pub content_type: Cow<'static, str>,
-    /// The body (it holds the key).
+    /// The body (it holds the key, or in a keyless request the placeholder).
     pub body: Body,
     /// Give up on the reply after this long and report [`TransportError::Timeout`].
     pub timeout_ms: u64,
-    /// Where the key sits in the body, so `Debug` can hide it.
+    /// Where the key (or the placeholder) sits in the body, so `Debug` can hide it and
+    /// [`HttpRequest::with_key`] can fill it.
     key_span: Range<usize>,
+    /// Whether `key_span` holds the placeholder instead of the key.
+    keyless: bool,
+}
+
+/// Why [`HttpRequest::with_key`] refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum WithKeyError {
+    /// The request holds a key already, or its body has no placeholder (not a request of a
+    /// keyless solve, or one changed since).
+    #[error("not a keyless request: its body has no key placeholder")]
+    NotKeyless,
 }
 
 impl HttpRequest {
@@ -135,7 +190,67 @@ impl HttpRequest {
         let bytes = body.as_bytes();
         let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
         let key_span = start..(start + needle.len()).min(bytes.len());
-        HttpRequest { id, kind, at, url: url.into(), content_type, body, timeout_ms, key_span }
+        HttpRequest { id, kind, at, url: url.into(), content_type, body, timeout_ms, key_span, keyless: false }
+    }
+
+    /// Rebuilds a keyless request from its parts (as [`HttpRequest::from_parts`] does), locating
+    /// the placeholder: the first occurrence of [`KEY_PLACEHOLDER`], which in every body the
+    /// engine renders is the key's field, written first. [`WithKeyError::NotKeyless`] when the
+    /// body holds none.
+    pub fn keyless_from_parts(
+        id: u32,
+        kind: RequestKind,
+        at: u64,
+        url: impl Into<Arc<str>>,
+        content_type: impl Into<Cow<'static, str>>,
+        body: Body,
+        timeout_ms: u64,
+    ) -> Result<HttpRequest, WithKeyError> {
+        let start =
+            memchr::memmem::find(body.as_bytes(), KEY_PLACEHOLDER.as_bytes()).ok_or(WithKeyError::NotKeyless)?;
+        let key_span = start..start + KEY_PLACEHOLDER.len();
+        let content_type = content_type.into();
+        Ok(HttpRequest { id, kind, at, url: url.into(), content_type, body, timeout_ms, key_span, keyless: true })
+    }
+
+    /// Whether this is a keyless solve's request, which holds [`KEY_PLACEHOLDER`] where the key
+    /// goes: never send it as it is, send what [`HttpRequest::with_key`] makes of it.
+    pub fn is_keyless(&self) -> bool {
+        self.keyless
+    }
+
+    /// The request to send: this keyless request with `key` in place of the placeholder, byte
+    /// for byte the request a solve created with `key` asks for at the same point (the form
+    /// body's escaping and the multipart boundary do not depend on the key). A request that
+    /// holds a key already is [`WithKeyError::NotKeyless`].
+    pub fn with_key(&self, key: &ApiKey) -> Result<HttpRequest, WithKeyError> {
+        if !self.keyless {
+            return Err(WithKeyError::NotKeyless);
+        }
+        let key_text = key.expose().as_bytes();
+        let span = self.key_span.clone();
+        let spliced = |bytes: &[u8]| -> Vec<u8> {
+            let mut out = Vec::with_capacity(bytes.len() + key_text.len() - span.len());
+            out.extend_from_slice(&bytes[..span.start]);
+            out.extend_from_slice(key_text);
+            out.extend_from_slice(&bytes[span.end..]);
+            out
+        };
+        let body = match &self.body {
+            Body::Form(text) => {
+                let (head, tail) = (&text[..span.start], &text[span.end..]);
+                Body::Form(format!("{head}{}{tail}", key.expose()).into())
+            }
+            Body::Multipart(bytes) => Body::Multipart(spliced(bytes)),
+        };
+        Ok(HttpRequest {
+            body,
+            key_span: span.start..span.start + key_text.len(),
+            keyless: false,
+            url: self.url.clone(),
+            content_type: self.content_type.clone(),
+            ..*self
+        })
     }
 
     pub(crate) fn form(
@@ -155,6 +270,7 @@ impl HttpRequest {
             body: Body::Form(body.text),
             timeout_ms,
             key_span: body.key_span,
+            keyless: body.keyless,
         }
     }
 
@@ -168,6 +284,7 @@ impl HttpRequest {
             body: Body::Multipart(body.bytes),
             timeout_ms,
             key_span: body.key_span,
+            keyless: body.keyless,
         }
     }
 
@@ -233,6 +350,7 @@ pub(crate) const FORM_CONTENT_TYPE: &str = "application/x-www-form-urlencoded";
 pub(crate) struct FormBody {
     text: Arc<str>,
     key_span: Range<usize>,
+    keyless: bool,
 }
 
 /// Writes `key=<key>&name=value...&json=1`, form-urlencoded, straight into the body's text:
@@ -242,16 +360,18 @@ pub(crate) struct FormBody {
 pub(crate) struct FormWriter {
     text: String,
     key_span: Range<usize>,
+    keyless: bool,
 }
 
 impl FormWriter {
-    /// Starts with the key; `capacity` is a hint for what follows.
-    pub fn new(key: &ApiKey, capacity: usize) -> FormWriter {
+    /// Starts with the key (or the placeholder); `capacity` is a hint for what follows.
+    pub fn new(key: &KeySlot, capacity: usize) -> FormWriter {
         let mut text = String::with_capacity(48 + capacity);
         text.push_str("key=");
         let start = text.len();
-        text.push_str(key.expose()); // letters and digits: nothing to escape
-        FormWriter { key_span: start..text.len(), text }
+        // Letters and digits, or the placeholder: written as they are, unescaped.
+        text.push_str(key.text());
+        FormWriter { key_span: start..text.len(), text, keyless: matches!(key, KeySlot::Placeholder) }
     }
 
     /// Appends `&name=value`.
@@ -272,7 +392,7 @@ impl FormWriter {
 
     pub fn finish(mut self) -> FormBody {
         self.text.push_str("&json=1");
-        FormBody { text: self.text.into(), key_span: self.key_span }
+        FormBody { text: self.text.into(), key_span: self.key_span, keyless: self.keyless }
     }
 }
 
@@ -341,6 +461,7 @@ pub(crate) struct MultipartBody {
     bytes: Vec<u8>,
     boundary: String,
     key_span: Range<usize>,
+    keyless: bool,
 }
 
 /// Encodes `key`, the params and `json=1` as text parts and the image as a `file` part. The
@@ -348,7 +469,7 @@ pub(crate) struct MultipartBody {
 /// Hand-written: the one synchronous builder crate, form-data-builder, draws its boundary from
 /// `thread_rng` and the system clock (which the engine never reads, and the component cannot
 /// import), and the other writers (reqwest's, common-multipart-rfc7578) are async streams.
-pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &Image, bytes: &[u8]) -> MultipartBody {
+pub(crate) fn multipart_body(key: &KeySlot, params: &[(String, String)], image: &Image, bytes: &[u8]) -> MultipartBody {
     let boundary = boundary_for(params, bytes);
     let mut out = Vec::with_capacity(bytes.len() + 512);
     let part = |out: &mut Vec<u8>, name: &str| {
@@ -358,7 +479,7 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     };
     part(&mut out, "key");
     let start = out.len();
-    out.extend_from_slice(key.expose().as_bytes());
+    out.extend_from_slice(key.text().as_bytes());
     let key_span = start..out.len();
     out.extend_from_slice(b"\r\n");
     for (name, value) in params.iter().map(|(n, v)| (n.as_str(), v.as_str())).chain([("json", "1")]) {
@@ -376,7 +497,7 @@ pub(crate) fn multipart_body(key: &ApiKey, params: &[(String, String)], image: &
     );
     out.extend_from_slice(bytes);
     out.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    MultipartBody { bytes: out, boundary, key_span }
+    MultipartBody { bytes: out, boundary, key_span, keyless: matches!(key, KeySlot::Placeholder) }
 }
 
 fn boundary_for(params: &[(String, String)], bytes: &[u8]) -> String {

@@ -34,6 +34,10 @@
 //!   [`Solve::handle_transport_error`], snapshot and restore) and its [`Output`]; the requests
 //!   it asks for, [`HttpRequest`] with its [`Body`] and [`RequestKind`]; the
 //!   [`TransportError`]s a host reports back.
+//! - **Keyless solves** (for hosts that store every request, such as a durable workflow's
+//!   history): [`Solve::keyless`] renders requests with [`KEY_PLACEHOLDER`] where the key goes;
+//!   the host sends [`HttpRequest::with_key`] of each (refused with a [`WithKeyError`]) and
+//!   feeds replies back through [`ApiKey::redact`].
 //! - **Inputs:** [`Task`] (with [`Upload`], [`Image`], [`ImageFormat`]), [`ApiKey`] and
 //!   [`Config`] (with its field ranges, [`Limit`]).
 //! - **Adaptive polling:** [`SolveTimes`], a learned model of one type's solve times
@@ -92,7 +96,7 @@ mod pool;
 pub use codes::{Class, ErrorCode, Origin, Source, codes};
 pub use config::{Config, Limit};
 pub use error::{Misuse, ValidationError};
-pub use http::{ApiKey, Body, HttpRequest, RequestKind, TransportError};
+pub use http::{ApiKey, Body, HttpRequest, KEY_PLACEHOLDER, RequestKind, TransportError, WithKeyError};
 pub use image::{Image, ImageFormat};
 pub use outcome::{Answer, Failure, Solution};
 pub use registry::{AnswerShape, ExtraRules, FieldKind, ImageLimits, TaskField, TaskType, task_types};

@@ -29,7 +29,7 @@ use crate::answer;
 use crate::codes::{self, Action, CodeInfo};
 use crate::config::{Config, Timings};
 use crate::error::{Misuse, ValidationError};
-use crate::http::{self, ApiKey, HttpRequest, RequestKind, TransportError};
+use crate::http::{self, ApiKey, HttpRequest, KeySlot, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Field, Reply};
 use crate::snapshot::{self, RestoreError};
@@ -52,9 +52,11 @@ pub enum Output {
     Failed(Failure),
 }
 
-/// One in-flight solve. Holds the API key in memory only; snapshots never contain it.
+/// One in-flight solve. Holds the API key in memory only; snapshots never contain it. A keyless
+/// solve ([`Solve::keyless`]) holds no key at all: its requests hold a placeholder that the
+/// host replaces with [`HttpRequest::with_key`] at send time.
 pub struct Solve {
-    key: ApiKey,
+    key: KeySlot,
     task: Task,
     config: Config,
     timings: Timings,
@@ -82,6 +84,23 @@ impl Solve {
     /// Starts a solve at `now`. Validates the config against the task's type; nothing is sent
     /// until the first [`Solve::poll_output`].
     pub fn new(task: Task, key: ApiKey, config: &Config, now: u64) -> Result<Solve, ValidationError> {
+        Solve::begin(task, KeySlot::Key(key), config, now)
+    }
+
+    /// Like [`Solve::new`], without the key: for hosts that store every request they send (a
+    /// durable workflow's history, which operators read). Every request it asks for is
+    /// [`HttpRequest::is_keyless`]: it holds [`crate::KEY_PLACEHOLDER`] where the key goes, and
+    /// the host sends what [`HttpRequest::with_key`] makes of it, which is byte for byte the
+    /// request [`Solve::new`] with the key asks for at the same point. Replies are fed back with
+    /// the key removed ([`ApiKey::redact`]: the solve has no key to remove), and then every
+    /// decision is the one a solve with the key makes. Its snapshots are the same format:
+    /// [`Solve::restore`] with the key continues one as a solve with the key, and
+    /// [`Solve::restore_keyless`] any snapshot without.
+    pub fn keyless(task: Task, config: &Config, now: u64) -> Result<Solve, ValidationError> {
+        Solve::begin(task, KeySlot::Placeholder, config, now)
+    }
+
+    fn begin(task: Task, key: KeySlot, config: &Config, now: u64) -> Result<Solve, ValidationError> {
         let (config, timings) = config.resolve(task.spec())?;
         let state = State {
             now,
@@ -113,6 +132,26 @@ impl Solve {
         model: &SolveTimes,
         now: u64,
     ) -> Result<Solve, ValidationError> {
+        Solve::begin_with_solve_times(task, KeySlot::Key(key), config, model, now)
+    }
+
+    /// [`Solve::with_solve_times`] without the key: a keyless solve ([`Solve::keyless`]).
+    pub fn keyless_with_solve_times(
+        task: Task,
+        config: &Config,
+        model: &SolveTimes,
+        now: u64,
+    ) -> Result<Solve, ValidationError> {
+        Solve::begin_with_solve_times(task, KeySlot::Placeholder, config, model, now)
+    }
+
+    fn begin_with_solve_times(
+        task: Task,
+        key: KeySlot,
+        config: &Config,
+        model: &SolveTimes,
+        now: u64,
+    ) -> Result<Solve, ValidationError> {
         if model.task_type() != task.spec().name {
             return Err(crate::error::invalid_config(
                 "solve_times",
@@ -128,8 +167,8 @@ impl Solve {
             _ => None,
         };
         let mut solve = match learned {
-            Some(wait) => Solve::new(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now)?,
-            None => Solve::new(task, key, config, now)?,
+            Some(wait) => Solve::begin(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now)?,
+            None => Solve::begin(task, key, config, now)?,
         };
         let Timings { initial_wait_ms, poll_interval_ms, deadline_ms } = solve.timings;
         solve.gap = model.gap(initial_wait_ms).filter(|gap| {
@@ -147,23 +186,35 @@ impl Solve {
         Ok(Solve::new(task, key, config, now)?)
     }
 
+    /// [`Solve::from_json`] without the key: a keyless solve ([`Solve::keyless`]).
+    pub fn keyless_from_json(task_json: &str, config: &Config, now: u64) -> Result<Solve, Failure> {
+        let task = Task::from_json(task_json)?;
+        Ok(Solve::keyless(task, config, now)?)
+    }
+
     /// Continues a solve from [`Solve::snapshot`], with the key supplied again. The restored
     /// solve makes exactly the decisions the original would have.
     /// The key is taken as text and checked as [`Solve::from_json`] does
     /// ([`RestoreError::Key`]).
     pub fn restore(snapshot: &str, key: &str) -> Result<Solve, RestoreError> {
         let key = ApiKey::new(key).map_err(RestoreError::Key)?;
-        Solve::restored(key, snapshot::read(snapshot)?)
+        Solve::restored(KeySlot::Key(key), snapshot::read(snapshot)?)
+    }
+
+    /// Continues a solve from any snapshot as a keyless solve ([`Solve::keyless`]): the same
+    /// decisions, with requests that hold the placeholder instead of the key.
+    pub fn restore_keyless(snapshot: &str) -> Result<Solve, RestoreError> {
+        Solve::restored(KeySlot::Placeholder, snapshot::read(snapshot)?)
     }
 
     /// Continues a solve from a snapshot kept as its two parts, [`Solve::snapshot_base`] (stored
     /// once) and a later [`Solve::snapshot_state`]: the same as restoring the whole snapshot.
     pub fn restore_parts(base: &str, state: &str, key: &str) -> Result<Solve, RestoreError> {
         let key = ApiKey::new(key).map_err(RestoreError::Key)?;
-        Solve::restored(key, snapshot::read_parts(base, state)?)
+        Solve::restored(KeySlot::Key(key), snapshot::read_parts(base, state)?)
     }
 
-    fn restored(key: ApiKey, restored: snapshot::Restored) -> Result<Solve, RestoreError> {
+    fn restored(key: KeySlot, restored: snapshot::Restored) -> Result<Solve, RestoreError> {
         let snapshot::Restored { task, config, gap, state } = restored;
         let (config, timings) =
             config.resolve(task.spec()).map_err(|e| RestoreError::Invalid(format!("config: {e}")))?;
@@ -186,7 +237,7 @@ impl Solve {
         }
     }
 
-    fn assemble(key: ApiKey, task: Task, config: Config, timings: Timings, state: State) -> Solve {
+    fn assemble(key: KeySlot, task: Task, config: Config, timings: Timings, state: State) -> Solve {
         let endpoint = if task.is_sync() { "/solve.php" } else { "/in.php" };
         let submit_body = (task.upload() == Upload::Form).then(|| {
             // Sized once (escapes add an eighth at most for a base64 image): no regrowth.
@@ -280,6 +331,11 @@ impl Solve {
             if self.deadline().is_some_and(|deadline| at >= deadline))
     }
 
+    /// Whether this solve holds no key ([`Solve::keyless`]): its requests hold the placeholder.
+    pub fn is_keyless(&self) -> bool {
+        matches!(self.key, KeySlot::Placeholder)
+    }
+
     /// Whether the solve has reached a terminal output.
     pub fn is_finished(&self) -> bool {
         matches!(self.state.phase, Phase::Solved(_) | Phase::Failed(_))
@@ -317,7 +373,7 @@ impl Solve {
             Reply::NotReady
         } else {
             // A reply that echoes the key loses it before anything reads (or clips) the text.
-            text = crate::text::redact(crate::text::lossy(body), self.key.expose());
+            text = crate::text::redact(crate::text::lossy(body), self.key.secret());
             reply::parse(status, &text, self.task.spec().answer_from)
         };
         match step {
@@ -671,7 +727,7 @@ impl Solve {
         Failure {
             code: code.to_owned(),
             class,
-            message: crate::text::redact(message.into(), self.key.expose()).into_owned(),
+            message: crate::text::redact(message.into(), self.key.secret()).into_owned(),
             retry_after_ms: info.retry_after_ms,
             field: None,
             task_id: self.state.task_id.clone(),

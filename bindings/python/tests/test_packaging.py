@@ -18,7 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # the test extra brings it before 3.11
 
 HERE = Path(__file__).resolve().parents[1]
-FRAMEWORKS = ["airflow", "dagster", "prefect", "mage"]
+FRAMEWORKS = ["airflow", "dagster", "prefect", "mage", "temporal"]
 
 
 def extras() -> dict:

@@ -14,7 +14,7 @@ import pytest
 HERE = Path(__file__).resolve().parents[1]
 EXAMPLES = HERE / "examples"
 FRAMEWORKS = {"airflow": "airflow_dag.py", "dagster": "dagster_defs.py", "prefect": "prefect_flow.py",
-              "mage": "mage_block.py"}
+              "mage": "mage_block.py", "temporal": "temporal_workflow.py"}
 RUNS = re.compile(r"^# unchecked: needs [^;]+; tests/integrations/test_(\w+)_example\.py runs this file$")
 
 

@@ -36,13 +36,13 @@ class ThreadBudget:
     def capacity(self) -> int:
         """How many solves the engine admits at once."""
         with self._lock:
-            return self._engine.gate_capacity(self._gate)
+            return self._gate.capacity
 
     def enter(self) -> int:
         """Blocks until the engine admits a new solve; returns its ticket."""
         with self._lock:
-            ticket, admitted = self._engine.gate_enter(self._gate)
-            if admitted:
+            ticket, (admission, _ahead) = self._gate.enter()
+            if admission == "admitted":
                 return ticket
             try:
                 while ticket not in self._admitted:
@@ -57,8 +57,8 @@ class ThreadBudget:
         """Waits until the engine admits a new solve; returns its ticket. Cancelled while
         waiting, it gives its place back."""
         with self._lock:
-            ticket, admitted = self._engine.gate_enter(self._gate)
-            if admitted:
+            ticket, (admission, _ahead) = self._gate.enter()
+            if admission == "admitted":
                 return ticket
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._futures[ticket] = future
@@ -78,7 +78,7 @@ class ThreadBudget:
     def _leave(self, ticket: int) -> None:
         self._futures.pop(ticket, None)
         self._admitted.discard(ticket)
-        for next_ticket in self._engine.gate_leave(self._gate, ticket) or []:
+        for next_ticket in self._gate.leave(ticket) or []:
             future = self._futures.pop(next_ticket, None)
             if future is None:
                 self._admitted.add(next_ticket)

@@ -29,6 +29,7 @@ WIT_VERSION = "0.3.0"
 ENGINE_INTERFACE = f"{WIT_PACKAGE}/engine@{WIT_VERSION}"
 ACCOUNT_INTERFACE = f"{WIT_PACKAGE}/account@{WIT_VERSION}"
 ENDPOINT_INTERFACE = f"{WIT_PACKAGE}/endpoint@{WIT_VERSION}"
+KEYLESS_INTERFACE = f"{WIT_PACKAGE}/keyless@{WIT_VERSION}"
 
 #: The functions this package calls, by interface.
 FUNCTIONS = {
@@ -44,6 +45,7 @@ FUNCTIONS = {
         "[method]solve.snapshot-state",
         "[method]solve.task-id",
         "[method]solve.deadline",
+        "[method]solve.ends-by",
         "[method]solve.task-type",
         "[static]solve.create-with-times",
         "[static]solve-times.create",
@@ -64,7 +66,11 @@ FUNCTIONS = {
         "[static]thread-gate.create",
         "[method]thread-gate.capacity",
         "[method]thread-gate.enter",
+        "[method]thread-gate.admission",
         "[method]thread-gate.leave",
+        "[method]thread-gate.set-plan",
+        "[method]thread-gate.running",
+        "[method]thread-gate.queued",
     ),
     ENDPOINT_INTERFACE: (
         "read-request",
@@ -78,6 +84,21 @@ FUNCTIONS = {
         "render-refusal",
         "report-request",
         "parse-report",
+    ),
+    KEYLESS_INTERFACE: (
+        "[static]keyless-solve.create",
+        "[static]keyless-solve.create-with-times",
+        "[static]keyless-solve.restore",
+        "[method]keyless-solve.poll-output",
+        "[method]keyless-solve.handle-response",
+        "[method]keyless-solve.handle-transport-error",
+        "[method]keyless-solve.snapshot",
+        "[method]keyless-solve.task-id",
+        "[method]keyless-solve.deadline",
+        "[method]keyless-solve.ends-by",
+        "[method]keyless-solve.task-type",
+        "with-key",
+        "without-key",
     ),
 }
 

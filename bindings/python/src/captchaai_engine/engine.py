@@ -9,20 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 from . import _component
 from . import endpoint as _endpoint
-from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError
+from .errors import EngineMisuse, Failure, FailureClass, FailureOrigin, SnapshotError, SolveTimesError, WithKeyError
 from .tasks import TaskLike, task_json
-from .types import Config, Request, RequestKind, Response, Solution, ThreadsInfo, TransportErrorKind
+from .types import (
+    Config,
+    KeylessRequest,
+    Request,
+    RequestKind,
+    Response,
+    Solution,
+    ThreadsInfo,
+    TransportErrorKind,
+)
+
+#: What a :class:`Send` carries: a :class:`Request`, or a keyless solve's :class:`KeylessRequest`.
+R = TypeVar("R", Request, KeylessRequest)
 
 
 @dataclass(frozen=True)
-class Send:
-    """Send ``request`` at its ``at`` (sleep until then), then report the result."""
+class Send(Generic[R]):
+    """Send ``request`` at its ``at`` (sleep until then), then report the result. A keyless
+    solve's request is a :class:`KeylessRequest`: send ``Engine.with_key`` of it."""
 
-    request: Request
+    request: R
 
 
 @dataclass(frozen=True)
@@ -39,7 +52,9 @@ class Failed:
     failure: Failure
 
 
-Output = Send | Solved | Failed
+Output = Send[Request] | Solved | Failed
+#: A keyless solve's outputs.
+KeylessOutput = Send[KeylessRequest] | Solved | Failed
 Reply = Response | TransportErrorKind
 
 
@@ -48,6 +63,8 @@ class SolveHandle:
     only inside the engine."""
 
     __slots__ = ("_resource", "task_type", "_engine")
+    #: The WIT resource, which names its functions.
+    _RESOURCE = "solve"
 
     def __init__(self, engine: Engine, resource: Any, task_type: str) -> None:
         self._engine = engine
@@ -55,7 +72,15 @@ class SolveHandle:
         self.task_type = task_type
 
     def __repr__(self) -> str:
-        return f"SolveHandle(task_type={self.task_type!r})"
+        return f"{type(self).__name__}(task_type={self.task_type!r})"
+
+
+class KeylessSolveHandle(SolveHandle):
+    """A solve without the key (a WIT ``keyless-solve``): its requests are
+    :class:`KeylessRequest` objects, which ``Engine.with_key`` fills at send time."""
+
+    __slots__ = ()
+    _RESOURCE = "keyless-solve"
 
 
 def _failure(f: Mapping[str, Any]) -> Failure:
@@ -71,8 +96,16 @@ def _failure(f: Mapping[str, Any]) -> Failure:
 
 
 def _request(r: Mapping[str, Any]) -> Request:
+    return Request(**_request_fields(r))
+
+
+def _keyless_request(r: Mapping[str, Any]) -> KeylessRequest:
+    return KeylessRequest(**_request_fields(r))
+
+
+def _request_fields(r: Mapping[str, Any]) -> dict[str, Any]:
     tag, body = r["body"]
-    return Request(
+    return dict(
         id=r["id"],
         kind=RequestKind(r["kind"].replace("-", "_")),
         at=r["at"],
@@ -104,20 +137,6 @@ class SolveTimes:
         return f"SolveTimes(task_type={self.task_type!r})"
 
 
-class ThreadGate:
-    """The engine's thread gate inside an :class:`Engine` (a WIT ``thread-gate`` resource): it
-    decides which solves may start."""
-
-    __slots__ = ("_resource", "_engine")
-
-    def __init__(self, engine: Engine, resource: Any) -> None:
-        self._engine = engine
-        self._resource = resource
-
-    def __repr__(self) -> str:
-        return "ThreadGate()"
-
-
 class Engine:
     """One instance of the engine component. Every method is a single engine call."""
 
@@ -135,13 +154,15 @@ class Engine:
     def _call(self, name: str, *args: Any) -> Any:
         return self._instance.call(name, *args)
 
-    def _output(self, result: Any, handle: SolveHandle) -> Output:
+    def _output(self, result: Any, handle: SolveHandle) -> Output | KeylessOutput:
         tag, value = result
         if tag == "err":
             kind, payload = value
             raise EngineMisuse(kind.replace("-", "_"), payload)
         kind, payload = value
         if kind == "send":
+            if isinstance(handle, KeylessSolveHandle):
+                return Send(_keyless_request(payload))
             return Send(_request(payload))
         if kind == "solved":
             return Solved(Solution._from_wit(payload, handle.task_type))
@@ -166,6 +187,63 @@ class Engine:
             return _failure(value)
         return SolveHandle(self, value, self._call("[method]solve.task-type", value))
 
+    def create_keyless(self, task: TaskLike, config: Config | None, now: int,
+                       times: SolveTimes | None = None) -> KeylessSolveHandle | Failure:
+        """:meth:`create` without the key: a keyless solve, whose requests hold a placeholder
+        where the key goes (:class:`KeylessRequest`), for hosts that store every request they
+        send. Send :meth:`with_key` of each and feed replies back through :meth:`without_key`;
+        then it decides exactly as a solve created with the key."""
+        text = task_json(task)
+        wit_config = (config or Config())._to_wit()
+        if times is None:
+            result = self._call("[static]keyless-solve.create", text, wit_config, now)
+        else:
+            result = self._call("[static]keyless-solve.create-with-times", text, wit_config, now,
+                                self._own_times(times))
+        tag, value = result
+        if tag == "err":
+            return _failure(value)
+        return KeylessSolveHandle(self, value, self._call("[method]keyless-solve.task-type", value))
+
+    def restore_keyless(self, snapshot: str) -> KeylessSolveHandle:
+        """Continues any snapshot (of a solve with or without the key) as a keyless solve."""
+        if not isinstance(snapshot, str):
+            raise TypeError(f"a snapshot is a str, not {type(snapshot).__name__}")
+        tag, value = self._call("[static]keyless-solve.restore", snapshot)
+        if tag == "err":
+            error, detail = value
+            raise SnapshotError(error.replace("-", "_"), None if detail is None else str(detail))
+        return KeylessSolveHandle(self, value, self._call("[method]keyless-solve.task-type", value))
+
+    def with_key(self, request: KeylessRequest, key: str) -> Request:
+        """The request to send: ``request`` with ``key`` in place of its placeholder, byte for
+        byte the request a solve created with the key sends at the same point. Call it where the
+        key is, at send time; raises :class:`WithKeyError` for a malformed key or a request that
+        holds no placeholder."""
+        if not isinstance(request, KeylessRequest):
+            raise TypeError(f"with_key takes a KeylessRequest, not {type(request).__name__}")
+        wit = {
+            "id": request.id,
+            "kind": RequestKind(request.kind).value.replace("_", "-"),
+            "at": request.at,
+            "url": request.url,
+            "content-type": request.content_type,
+            "body": ("form", request.body) if isinstance(request.body, str) else ("multipart", bytes(request.body)),
+            "timeout-ms": request.timeout_ms,
+        }
+        tag, value = self._call("with-key", wit, _key(key))
+        if tag == "err":
+            kind, detail = value
+            raise WithKeyError(kind.replace("-", "_"), detail)
+        return _request(value)
+
+    def without_key(self, response: Response, key: str) -> Response:
+        """``response`` with every occurrence of ``key`` replaced by ``<redacted>``, as a solve
+        with the key treats a reply before reading it: what a host of a keyless solve stores
+        and feeds back."""
+        wit = self._call("without-key", {"status": response.status, "body": response.body}, _key(key))
+        return Response(wit["status"], wit["body"])
+
     def restore(self, snapshot: str, key: str) -> SolveHandle:
         """Continues a solve from a snapshot with the key supplied again."""
         if not isinstance(snapshot, str):
@@ -186,42 +264,70 @@ class Engine:
             raise SnapshotError(error.replace("-", "_"), None if detail is None else str(detail))
         return SolveHandle(self, value, self._call("[method]solve.task-type", value))
 
-    def poll_output(self, handle: SolveHandle, now: int) -> Output:
-        """What to do at ``now``: the next request, or the terminal outcome (sticky)."""
-        return self._output(self._call("[method]solve.poll-output", self._own(handle), now), handle)
+    @overload
+    def poll_output(self, handle: KeylessSolveHandle, now: int) -> KeylessOutput: ...  # type: ignore[overload-overlap]
+    @overload
+    def poll_output(self, handle: SolveHandle, now: int) -> Output: ...
 
-    def handle_response(self, handle: SolveHandle, now: int, request_id: int, response: Response) -> Output:
+    def poll_output(self, handle: SolveHandle, now: int) -> Output | KeylessOutput:
+        """What to do at ``now``: the next request, or the terminal outcome (sticky)."""
+        return self._output(self._call(_method(handle, "poll-output"), self._own(handle), now), handle)
+
+    @overload
+    def handle_response(  # type: ignore[overload-overlap]
+        self, handle: KeylessSolveHandle, now: int, request_id: int,
+                        response: Response) -> KeylessOutput: ...
+    @overload
+    def handle_response(self, handle: SolveHandle, now: int, request_id: int, response: Response) -> Output: ...
+
+    def handle_response(self, handle: SolveHandle, now: int, request_id: int,
+                        response: Response) -> Output | KeylessOutput:
         """Feeds back the reply to ``request_id`` received at ``now``; returns the next output."""
         wit = {"status": response.status, "body": response.body}
-        return self._output(self._call("[method]solve.handle-response", self._own(handle), now, request_id, wit),
+        return self._output(self._call(_method(handle, "handle-response"), self._own(handle), now, request_id, wit),
                             handle)
 
+    @overload
+    def handle_transport_error(  # type: ignore[overload-overlap]
+        self, handle: KeylessSolveHandle, now: int, request_id: int,
+                               error: TransportErrorKind) -> KeylessOutput: ...
+    @overload
     def handle_transport_error(self, handle: SolveHandle, now: int, request_id: int,
-                               error: TransportErrorKind) -> Output:
+                               error: TransportErrorKind) -> Output: ...
+
+    def handle_transport_error(self, handle: SolveHandle, now: int, request_id: int,
+                               error: TransportErrorKind) -> Output | KeylessOutput:
         """Reports that ``request_id`` failed without a reply at ``now``; returns the next output."""
         kind = TransportErrorKind(error).value
         return self._output(
-            self._call("[method]solve.handle-transport-error", self._own(handle), now, request_id, kind), handle)
+            self._call(_method(handle, "handle-transport-error"), self._own(handle), now, request_id, kind), handle)
 
     def snapshot(self, handle: SolveHandle) -> str:
         """The whole in-flight state as versioned JSON, without the key."""
-        return cast(str, self._call("[method]solve.snapshot", self._own(handle)))
+        return cast(str, self._call(_method(handle, "snapshot"), self._own(handle)))
 
     def snapshot_base(self, handle: SolveHandle) -> str:
         """The part of the snapshot that never changes during a solve (task and config)."""
+        _keyed(handle)
         return cast(str, self._call("[method]solve.snapshot-base", self._own(handle)))
 
     def snapshot_state(self, handle: SolveHandle) -> str:
         """The part that changes with each result (a few hundred bytes)."""
+        _keyed(handle)
         return cast(str, self._call("[method]solve.snapshot-state", self._own(handle)))
 
     def task_id(self, handle: SolveHandle) -> str | None:
         """The current CaptchaAI task id, once a submit was accepted."""
-        return cast("str | None", self._call("[method]solve.task-id", self._own(handle)))
+        return cast("str | None", self._call(_method(handle, "task-id"), self._own(handle)))
 
     def deadline(self, handle: SolveHandle) -> int | None:
         """When the deadline passes (epoch ms), once the first submit was sent."""
-        return cast("int | None", self._call("[method]solve.deadline", self._own(handle)))
+        return cast("int | None", self._call(_method(handle, "deadline"), self._own(handle)))
+
+    def ends_by(self, handle: SolveHandle) -> int | None:
+        """The latest time the solve can still wait on CaptchaAI (epoch ms): its deadline plus
+        one request timeout."""
+        return cast("int | None", self._call(_method(handle, "ends-by"), self._own(handle)))
 
     def drop(self, handle: SolveHandle) -> None:
         """Frees a solve (its handle is unusable afterwards)."""
@@ -323,6 +429,14 @@ class Engine:
         tag, value = self._call("parse-balance", _reply(reply))
         return _failure(value) if tag == "err" else float(value)
 
+    def thread_gate(self, plan_threads: int, reserve: int = 0) -> ThreadGate | Failure:
+        """The engine's thread gate: admits at most ``plan_threads - reserve`` solves at once and
+        queues the rest in arrival order; a failure when the reserve leaves no thread."""
+        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
+        if tag == "err":
+            return _failure(value)
+        return ThreadGate(self, value)
+
     def thread_capacity(self, plan_threads: int, reserve: int) -> int | Failure:
         """How many solves the engine's thread gate admits at once for a plan of
         ``plan_threads`` less ``reserve`` threads; a failure when the reserve leaves none."""
@@ -392,38 +506,76 @@ class Engine:
         tag, value = self._call("parse-report", _reply(reply))
         return _failure(value) if tag == "err" else None
 
-    # -- thread gate (the solvers' thread budget) ------------------------------------------------
-
-    def thread_gate(self, plan_threads: int, reserve: int = 0) -> ThreadGate | Failure:
-        """The engine's thread gate for a plan of ``plan_threads`` keeping ``reserve`` spare: it
-        admits at most ``plan_threads - reserve`` solves at once, the rest in arrival order; a
-        failure when the reserve leaves no thread."""
-        tag, value = self._call("[static]thread-gate.create", plan_threads, reserve)
-        return _failure(value) if tag == "err" else ThreadGate(self, value)
-
-    def gate_capacity(self, gate: ThreadGate) -> int:
-        """How many solves ``gate`` admits at once."""
-        return cast(int, self._call("[method]thread-gate.capacity", self._own_gate(gate)))
-
-    def gate_enter(self, gate: ThreadGate) -> tuple[int, bool]:
-        """Asks ``gate`` to start a solve: its ticket, and whether it may start now (else it is
-        queued until a :meth:`gate_leave` admits it)."""
-        ticket, (admission, _ahead) = self._call("[method]thread-gate.enter", self._own_gate(gate))
-        return ticket, admission == "admitted"
-
-    def gate_leave(self, gate: ThreadGate, ticket: int) -> list[int] | None:
-        """Ends an admitted ticket's solve or withdraws a queued one: the tickets admitted as a
-        result (None if the gate does not hold ``ticket``)."""
-        return cast("list[int] | None", self._call("[method]thread-gate.leave", self._own_gate(gate), ticket))
-
-    def _own_gate(self, gate: ThreadGate) -> Any:
-        if not isinstance(gate, ThreadGate) or gate._engine is not self:
-            raise ValueError("this thread gate belongs to another Engine")
-        return gate._resource
-
     def _account_request(self, name: str, key: str, config: Config | None) -> Request | Failure:
         tag, value = self._call(name, _key(key), (config or Config())._to_wit())
         return _failure(value) if tag == "err" else _request(value)
+
+
+class ThreadGate:
+    """The engine's thread gate (a WIT ``thread-gate``) inside an :class:`Engine`: tickets are
+    admitted in arrival order while fewer than ``capacity`` run. Admission is
+    ``("admitted", None)`` or ``("queued", solves_ahead)``."""
+
+    __slots__ = ("_engine", "_resource")
+
+    def __init__(self, engine: Engine, resource: Any) -> None:
+        self._engine = engine
+        self._resource = resource
+
+    def __repr__(self) -> str:
+        return "ThreadGate()" if self._resource is None else (
+            f"ThreadGate(capacity={self.capacity}, running={self.running}, queued={self.queued})")
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._resource is None:
+            raise ValueError("this thread gate was dropped")
+        return self._engine._call(f"[method]thread-gate.{name}", self._resource, *args)
+
+    def enter(self) -> tuple[int, tuple[str, int | None]]:
+        """A new ticket and its admission."""
+        ticket, admission = self._call("enter")
+        return ticket, admission
+
+    def admission(self, ticket: int) -> tuple[str, int | None] | None:
+        """Where ``ticket`` stands; None if the gate does not hold it."""
+        return cast("tuple[str, int | None] | None", self._call("admission", ticket))
+
+    def leave(self, ticket: int) -> list[int] | None:
+        """Ends a running ticket or withdraws a queued one; the tickets admitted as a result
+        (None if the gate does not hold it)."""
+        return cast("list[int] | None", self._call("leave", ticket))
+
+    def set_plan(self, plan_threads: int) -> list[int] | Failure:
+        """Applies a new plan size; the tickets newly admitted."""
+        tag, value = self._call("set-plan", plan_threads)
+        return _failure(value) if tag == "err" else cast("list[int]", value)
+
+    @property
+    def capacity(self) -> int:
+        return cast(int, self._call("capacity"))
+
+    @property
+    def running(self) -> int:
+        return cast(int, self._call("running"))
+
+    @property
+    def queued(self) -> int:
+        return cast(int, self._call("queued"))
+
+    def drop(self) -> None:
+        """Frees the gate."""
+        resource, self._resource = self._resource, None
+        if resource is not None:
+            self._engine._instance.drop(resource)
+
+
+def _keyed(handle: SolveHandle) -> None:
+    if isinstance(handle, KeylessSolveHandle):
+        raise TypeError("a keyless solve has no snapshot parts: use snapshot()")
+
+
+def _method(handle: SolveHandle, name: str) -> str:
+    return f"[method]{handle._RESOURCE}.{name}"
 
 
 def _key(key: Any) -> str:

@@ -140,6 +140,17 @@ class SolveTimesError(ValueError):
         self.detail = detail
 
 
+class WithKeyError(ValueError):
+    """``Engine.with_key`` refused: ``kind`` is ``invalid_key`` (not 32 letters and digits;
+    ``detail`` says what it got, never the key) or ``not_keyless`` (the body holds no
+    placeholder: not a keyless solve's request, or one changed since)."""
+
+    def __init__(self, kind: str, detail: str | None) -> None:
+        super().__init__(f"cannot insert the key: {kind}" + (f" ({detail})" if detail is not None else ""))
+        self.kind = kind
+        self.detail = detail
+
+
 class EngineTrap(RuntimeError):
     """The engine instance trapped (a bug in the engine, or memory exhausted); that instance is
     unusable. Solvers replace it and restore their solves from their checkpoints."""

@@ -121,6 +121,23 @@ class Request:
 
 
 @dataclass(frozen=True)
+class KeylessRequest:
+    """A keyless solve's request (the WIT ``keyless-request``): a :class:`Request` with the
+    placeholder ``{captchaai-key}`` in the body where the key goes. It holds no key, so it may be
+    stored and logged; it is never sent as it is: ``Engine.with_key`` makes the
+    :class:`Request` to send, at send time, where the key is."""
+
+    id: int
+    kind: RequestKind
+    at: int
+    url: str
+    content_type: str
+    body: str | bytes
+    """Form text (``str``) or multipart bytes (``bytes``), with the placeholder."""
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
 class Response:
     """A reply as received: the status and the body as text (invalid UTF-8 replaced with U+FFFD;
     :meth:`from_bytes` does that)."""

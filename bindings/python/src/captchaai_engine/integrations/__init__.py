@@ -6,6 +6,8 @@
 - :mod:`captchaai_engine.integrations.prefect`: a task helper whose retries refuse permanent
   failures, and a global concurrency limit as the thread budget (Prefect 3).
 - :mod:`captchaai_engine.integrations.mage`: a data-loader block helper (Mage).
+- :mod:`captchaai_engine.integrations.temporal`: solves as durable workflows, the engine inside
+  the workflow, the key only on the worker, one thread budget across workers (Temporal).
 
 Importing this package imports no framework; each module imports only its own. The modules hold
 no protocol knowledge: every decision (what to send, how long to wait, what a reply means,
