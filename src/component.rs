@@ -181,6 +181,10 @@ impl wit_engine::GuestSolveTimes for SolveTimesResource {
     fn quantile_ms(&self, permille: u32) -> Option<u64> {
         self.0.borrow().quantile_ms(u64::from(permille))
     }
+
+    fn min_observations() -> u32 {
+        SolveTimes::min_observations()
+    }
 }
 
 fn solve_times_to_wit(times: SolveTimes) -> wit_engine::SolveTimes {
@@ -280,6 +284,7 @@ fn config_from_wit(c: wit::Config) -> Config {
         unsolvable_retries: c.unsolvable_retries,
         jitter_seed: c.jitter_seed,
         max_jitter_ms: c.max_jitter_ms,
+        poll_cost_ms: c.poll_cost_ms,
     }
     .into()
 }

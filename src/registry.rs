@@ -643,7 +643,7 @@ pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     memory: 40,
     explore_permille: 20,
     most_exploring_per_65536: 8_192,
-    em_rounds: 8,
+    em_rounds: 4,
     most_remembered: 56,
 };
 

@@ -105,14 +105,17 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
     let main = costs.best();
     let (main_cost, main_polls) = costs.of(main);
     // Exploring first waits: one and two seconds before and after the main one (every phase of
-    // a 5 s interval), halfway from the minimum, and the minimum. Each takes the best of three:
+    // a 5 s interval), halfway from the minimum, and the minimum; after it only when some mass
+    // is estimated after it (else a later first poll teaches nothing). Each takes the best of three:
     // regular polls from there, a longer wait from there to the main first poll, or the main
     // schedule's longer wait (to the same end) from there.
     let mut probes = [Schedule { first_wait_ms: 0, gap: None }; PROBES];
     let mut probe_count = 0;
     let (mut extra_cost, mut extra_polls) = (0u64, 0u64);
     let before = |seconds: usize| main.wait.checked_sub(seconds).filter(|&wait| wait >= costs.min_wait);
-    let after = |seconds: usize| Some(main.wait + seconds).filter(|&wait| wait <= costs.max_wait());
+    let after = |seconds: usize| {
+        Some(main.wait + seconds).filter(|&wait| wait <= costs.max_wait() && costs.survival[main.wait] > 0)
+    };
     let halfway = (main.wait - costs.min_wait).div_ceil(2);
     let waits = [before(1), before(2), after(1), after(2), before(halfway), before(main.wait - costs.min_wait)];
     for (k, wait) in waits.into_iter().enumerate() {
@@ -157,6 +160,9 @@ struct Seconds {
     until: usize,
 }
 
+/// The longest horizon planned, in seconds (the longest deadline of the type table).
+pub(crate) const MOST_SECONDS: usize = 300;
+
 /// The planner reads an estimate of total mass up to `2^32` as at most `2^20`: every cost then
 /// fits an `i64` (a cost is under `2^43`: 300 s and 60 polls of 65 s at most, times `2^20`),
 /// and so do the lower envelope's cross products (under `2^41` times `2^20`).
@@ -187,7 +193,7 @@ struct Costs {
 
 impl Costs {
     fn new(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_cost_ms: u64) -> Option<Costs> {
-        let horizon = mass.len();
+        let horizon = mass.len().min(MOST_SECONDS);
         let interval = usize::try_from(interval_ms / 1_000).ok()?.max(1);
         let min_wait = usize::try_from(min_first_wait_ms.div_ceil(1_000)).ok()?.max(1);
         if min_wait + interval > horizon {
@@ -201,13 +207,14 @@ impl Costs {
             return None;
         }
         let first = survival.iter().position(|&s| s < survival[0]).unwrap_or(1) - 1;
-        let last = survival.iter().position(|&s| s == 0).unwrap_or(horizon) - 1;
+        let last = survival.iter().position(|&s| s == 0).unwrap_or(horizon).min(horizon) - 1;
         let mut ahead = vec![0u64; horizon];
         for t in (0..horizon).rev() {
-            ahead[t] = survival[t] + ahead.get(t + interval).copied().unwrap_or(0);
+            ahead[t] = survival[t] + if t + interval < horizon { ahead[t + interval] } else { 0 };
         }
         // Mass in second `j` is ready at `j + 0.5` s on average.
-        let wait_before_ready = mass.iter().enumerate().map(|(j, &m)| (m >> PLAN_SHIFT) * (j as u64 * 1_000 + 500)).sum();
+        let wait_before_ready =
+            mass[..horizon].iter().enumerate().map(|(j, &m)| (m >> PLAN_SHIFT) * (j as u64 * 1_000 + 500)).sum();
         let step_cost = interval as u64 * 1_000 + poll_cost_ms;
         Some(Costs { survival, ahead, interval, step_cost, poll_cost_ms, min_wait, horizon, first, last, wait_before_ready })
     }
@@ -287,41 +294,42 @@ impl Costs {
             return None;
         }
         // (cost to a poll at t, its first wait), from `start` on.
-        let mut arrive: Vec<(u64, usize)> = Vec::with_capacity(end - start);
+        let mut arrive = vec![(0u64, 0usize); end];
         for t in start..end {
             let first = waits.contains(&t).then(|| (t as u64 * 1_000 * one, t));
             let regular = t
                 .checked_sub(interval)
                 .filter(|&before| before >= start)
-                .map(|before| (arrive[before - start].0 + self.step_cost * self.survival[before], arrive[before - start].1));
-            arrive.push(match (first, regular) {
+                .map(|before| (arrive[before].0 + self.step_cost * self.survival[before], arrive[before].1));
+            arrive[t] = match (first, regular) {
                 (Some(first), Some(regular)) if regular.0 < first.0 => regular,
                 (Some(first), _) => first,
                 (None, Some(regular)) => regular,
                 (None, None) => (u64::MAX / 4, start),
-            });
+            };
         }
-        let mut hull: Vec<Line> = Vec::with_capacity(end - start);
+        let mut hull = Hull { lines: Vec::with_capacity(end - start) };
         let mut at = 0;
         let mut best: Option<(u64, usize, usize)> = None;
         for until in start + interval + 1..end {
             // The latest poll a longer wait to `until` can follow.
             let last = until - interval - 1;
             let slope = self.survival[last] as i64;
-            let intercept = arrive[last - start].0 as i64 - (last as u64 * 1_000) as i64 * slope;
-            push(&mut hull, Line { slope, intercept, last });
-            at = at.min(hull.len() - 1);
+            let intercept = arrive[last].0 as i64 - (last as u64 * 1_000) as i64 * slope;
+            hull.push(Line { slope, intercept, last });
+            at = at.min(hull.lines.len() - 1);
+            let lines = &hull.lines;
             let x = (until as u64 * 1_000 + self.poll_cost_ms) as i64;
-            while at + 1 < hull.len() && hull[at + 1].at(x) < hull[at].at(x) {
+            while at + 1 < lines.len() && lines[at + 1].at(x) < lines[at].at(x) {
                 at += 1;
             }
-            let cost = (hull[at].at(x) + (self.step_cost * self.ahead[until]) as i64).max(0) as u64;
+            let cost = (lines[at].at(x) + (self.step_cost * self.ahead[until]) as i64).max(0) as u64;
             if best.is_none_or(|(least, _, _)| cost < least) {
-                best = Some((cost, hull[at].last, until));
+                best = Some((cost, lines[at].last, until));
             }
         }
         let (cost, last, until) = best?;
-        let wait = arrive[last - start].1;
+        let wait = arrive[last].1;
         Some((cost, Seconds { wait, after: (last - wait) / interval + 1, until }))
     }
 
@@ -336,6 +344,7 @@ impl Costs {
 
 /// A line of the lower envelope: the cost of a longer wait after a poll at `last` as a function
 /// of its end (plus the poll cost), in ms.
+#[derive(Clone, Copy)]
 struct Line {
     slope: i64,
     intercept: i64,
@@ -348,28 +357,35 @@ impl Line {
     }
 }
 
-/// Adds a line of no greater slope than the last to the lower envelope, dropping the lines it
-/// hides (for equal slopes the lower line stays, the earlier on a tie).
-fn push(hull: &mut Vec<Line>, line: Line) {
-    while let Some(last) = hull.last() {
-        if last.slope == line.slope {
-            if line.intercept >= last.intercept {
-                return;
+/// The lower envelope of lines added in order of no greater slope.
+struct Hull {
+    lines: Vec<Line>,
+}
+
+impl Hull {
+    /// Adds a line, dropping the lines it hides (for equal slopes the lower line stays, the
+    /// earlier on a tie).
+    fn push(&mut self, line: Line) {
+        while let Some(&last) = self.lines.last() {
+            if last.slope == line.slope {
+                if line.intercept >= last.intercept {
+                    return;
+                }
+                self.lines.pop();
+                continue;
             }
-            hull.pop();
-            continue;
+            let Some(&first) = self.lines.len().checked_sub(2).map(|i| &self.lines[i]) else { break };
+            // `last` is hidden when `line` meets `first` no later than `last` does.
+            if (line.intercept - first.intercept) * (first.slope - last.slope)
+                <= (last.intercept - first.intercept) * (first.slope - line.slope)
+            {
+                self.lines.pop();
+            } else {
+                break;
+            }
         }
-        let Some(first) = hull.len().checked_sub(2).map(|i| &hull[i]) else { break };
-        // `last` is hidden when `line` meets `first` no later than `last` does.
-        if (line.intercept - first.intercept) * (first.slope - last.slope)
-            <= (last.intercept - first.intercept) * (first.slope - line.slope)
-        {
-            hull.pop();
-        } else {
-            break;
-        }
+        self.lines.push(line);
     }
-    hull.push(line);
 }
 
 #[cfg(test)]

@@ -214,7 +214,7 @@ impl SolveTimes {
 
     /// The type's deadline in whole seconds: the estimate's horizon.
     fn horizon(&self) -> u32 {
-        u32::try_from(self.spec.deadline_ms / 1_000).unwrap_or(u32::MAX).max(2)
+        u32::try_from(self.spec.deadline_ms / 1_000).unwrap_or(u32::MAX).clamp(2, schedule::MOST_SECONDS as u32)
     }
 
     /// Decays what is remembered and adds one observation of `from..to`.
@@ -245,63 +245,79 @@ impl SolveTimes {
     /// and taken off after its last, of a running sum. Within an innermost interval the mass is
     /// even.
     fn estimate(&mut self) {
+        const MOST: usize = ADAPTIVE.most_remembered;
         self.plan.set(None);
         self.mass.clear();
         let total: u64 = self.seen.iter().map(|seen| u64::from(seen.weight)).sum();
         if total == 0 {
             return;
         }
-        // Starts and ends, an end before a start at the same second ((a, b] and (b, c] do not
-        // meet); an innermost interval is a start followed by an end.
-        let mut points: Vec<(u32, bool)> = self.seen.iter().flat_map(|seen| [(seen.from, true), (seen.to, false)]).collect();
-        points.sort_unstable();
-        let innermost: Vec<(u32, u32)> =
-            points.windows(2).filter(|pair| pair[0].1 && !pair[1].1).map(|pair| (pair[0].0, pair[1].0)).collect();
-        let count = innermost.len();
+        // Starts are in order already (`seen` is); ends are sorted. An innermost interval is a
+        // start followed by an end, an end coming first at the same second ((a, b] and (b, c]
+        // do not meet).
+        let n = self.seen.len();
+        let mut ends = [0u32; MOST];
+        for (end, seen) in ends.iter_mut().zip(&self.seen) {
+            *end = seen.to;
+        }
+        let ends = &mut ends[..n];
+        ends.sort_unstable();
+        let mut innermost = [(0u32, 0u32); MOST];
+        let (mut count, mut e) = (0, 0);
+        for (i, seen) in self.seen.iter().enumerate() {
+            while e < n && ends[e] <= seen.from {
+                e += 1;
+            }
+            // The last start before the next end opens an innermost interval.
+            if e < n && self.seen.get(i + 1).is_none_or(|next| next.from >= ends[e]) {
+                innermost[count] = (seen.from, ends[e]);
+                count += 1;
+            }
+        }
+        let innermost = &innermost[..count];
         let length = |k: usize| u64::from(innermost[k].1 - innermost[k].0);
-        let mut seconds_before = vec![0u64; count + 1];
+        let mut seconds_before = [0u64; MOST + 1];
         for k in 0..count {
             seconds_before[k + 1] = seconds_before[k] + length(k);
         }
         // Each interval: the innermost intervals inside it and its share of the total mass (`2^32`).
-        let intervals: Vec<(usize, usize, u64)> = self
-            .seen
-            .iter()
-            .map(|seen| {
-                let first = innermost.partition_point(|&(start, _)| start < seen.from);
-                let after = innermost.partition_point(|&(_, end)| end <= seen.to);
-                (first, after.max(first + 1).min(count), (u64::from(seen.weight) << ONE_SHIFT) / total)
-            })
-            .collect();
-        let mut delta = vec![0i64; count + 1];
-        for &(from, to, share) in &intervals {
+        let mut intervals = [(0usize, 0usize, 0u64); MOST];
+        let mut first = 0;
+        for (interval, seen) in intervals.iter_mut().zip(&self.seen) {
+            while first < count && innermost[first].0 < seen.from {
+                first += 1;
+            }
+            let after = innermost.partition_point(|&(_, end)| end <= seen.to);
+            *interval = (first, after.max(first + 1).min(count), (u64::from(seen.weight) << ONE_SHIFT) / total);
+        }
+        let intervals = &intervals[..n];
+        let mut delta = [0i64; MOST + 1];
+        for &(from, to, share) in intervals {
             let per_second = (share / (seconds_before[to] - seconds_before[from]).max(1)) as i64;
             delta[from] += per_second;
             delta[to] -= per_second;
         }
-        let mut mass = vec![0u64; count];
-        running(&delta, |k, per_second| mass[k] = per_second * length(k));
-        let mut within = vec![0u64; count + 1];
+        let mut mass = [0u64; MOST];
+        running(&delta[..=count], |k, per_second| mass[k] = per_second * length(k));
+        let mut within = [0u64; MOST + 1];
         for _ in 0..ADAPTIVE.em_rounds {
             for k in 0..count {
                 within[k + 1] = within[k] + mass[k];
             }
-            delta.fill(0);
-            for &(from, to, share) in &intervals {
+            delta = [0; MOST + 1];
+            for &(from, to, share) in intervals {
                 // Nothing left within it (rounding) keeps it out of this round.
                 if let Some(rate) = (share << RATE_SHIFT).checked_div(within[to] - within[from]) {
                     delta[from] += rate as i64;
                     delta[to] -= rate as i64;
                 }
             }
-            running(&delta, |k, rate| mass[k] = (mass[k] * rate) >> RATE_SHIFT);
+            running(&delta[..=count], |k, rate| mass[k] = (mass[k] * rate) >> RATE_SHIFT);
         }
-        self.mass = vec![0u64; self.horizon() as usize];
+        self.mass.resize(self.horizon() as usize, 0);
         for (k, &(start, end)) in innermost.iter().enumerate() {
             let per_second = mass[k] / length(k);
-            for second in &mut self.mass[start as usize..end as usize] {
-                *second = per_second;
-            }
+            self.mass[start as usize..end as usize].fill(per_second);
         }
     }
 }

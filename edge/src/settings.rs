@@ -68,6 +68,7 @@ impl Settings {
             unsolvable_retries: None,
             jitter_seed: None,
             max_jitter_ms: None,
+            poll_cost_ms: None,
         };
         Ok(Settings { upstream_timeout_ms, api_key, client_tokens, abandon_after_ms, metrics_token, config })
     }

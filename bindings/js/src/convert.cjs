@@ -2,7 +2,7 @@
 // Plain JavaScript values to and from the component's WIT values. Types only: what a value means
 // and whether it is in range is the engine's decision.
 
-const U64_FIELDS = ['requestTimeoutMs', 'deadlineMs', 'initialWaitMs', 'pollIntervalMs', 'jitterSeed', 'maxJitterMs'];
+const U64_FIELDS = ['requestTimeoutMs', 'deadlineMs', 'initialWaitMs', 'pollIntervalMs', 'jitterSeed', 'maxJitterMs', 'pollCostMs'];
 const U32_FIELDS = ['maxSubmitRetries', 'maxPollErrors', 'unsolvableRetries'];
 const CONFIG_FIELDS = new Set(['baseUrl', ...U64_FIELDS, ...U32_FIELDS]);
 

@@ -109,6 +109,11 @@ class EngineHost {
     return Object.fromEntries(this.#timesSaved);
   }
 
+  /** The engine's threshold of observations under which a model changes nothing. */
+  minObservations() {
+    return this.#call(() => Number(this.#root.engine.SolveTimes.minObservations()));
+  }
+
   /** The first wait each model gives (ms), or null while its type's table applies. */
   firstWaits() {
     return this.#call(() =>

@@ -50,6 +50,7 @@ FUNCTIONS = {
         "[method]solve-times.observations",
         "[method]solve-times.observe",
         "[method]solve-times.first-wait-ms",
+        "[static]solve-times.min-observations",
         "is-fresh",
         "solution-json",
     ),
