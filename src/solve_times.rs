@@ -70,7 +70,7 @@ struct Seen {
 /// a first poll under 1 s, polls closer than the type's 5 s interval, or a poll past the
 /// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
 /// `registry.rs`).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SolveTimes {
     spec: &'static TypeSpec,
     /// Observations so far (saturating).
@@ -92,6 +92,18 @@ impl PartialEq for SolveTimes {
 }
 
 impl Eq for SolveTimes {}
+
+impl fmt::Debug for SolveTimes {
+    /// What it remembers (the rest is derived from it).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seen: Vec<_> = self.seen.iter().map(|seen| (seen.from, seen.to, seen.weight)).collect();
+        f.debug_struct("SolveTimes")
+            .field("type", &self.spec.name)
+            .field("observations", &self.observations)
+            .field("seen", &seen)
+            .finish()
+    }
+}
 
 impl SolveTimes {
     /// An empty model of a captcha type (its `type` in task JSON).
