@@ -53,9 +53,10 @@ const UNSOLVABLE_RETRIES: Limit = Limit::new("unsolvable_retries", 0, 5);
 const MAX_JITTER_MS: Limit = Limit::new("max_jitter_ms", 0, 10_000);
 /// What one poll is worth in ms of waiting, to adaptive polling: 0 (polls are free) to 60 s.
 pub(crate) const POLL_COST_MS: Limit = Limit::new("poll_cost_ms", 0, 60_000);
-/// The default price of a poll: a second of waiting. BENCHMARKS.md ("Adaptive polling") has
-/// the numbers behind it.
-pub(crate) const DEFAULT_POLL_COST_MS: u64 = 1_000;
+/// The default price of a poll: a quarter second of waiting, the price at which the best
+/// schedules on the shipped modelled solve times stay closest to the type table's (for 8 of 11
+/// types within 2% of the table's polls and delay; BENCHMARKS.md, "adaptive polling").
+pub(crate) const DEFAULT_POLL_COST_MS: u64 = 250;
 
 /// Every bounded field, in the order a config is checked: the one place the ranges are written.
 const LIMITS: &[Limit] = &[
@@ -120,7 +121,7 @@ pub struct Config {
     pub jitter_seed: Option<u64>,
     /// Largest jitter added to a wait when a seed is set (0-10,000 ms).
     pub max_jitter_ms: u64,
-    /// What one poll is worth in ms of waiting (0-60,000; default 1,000): a solve created with
+    /// What one poll is worth in ms of waiting (0-60,000; default 250): a solve created with
     /// a learned [`crate::SolveTimes`] model polls on the schedule of least expected wait from
     /// the answer being ready to the poll that finds it, plus this per poll.
     #[serde(skip_serializing_if = "is_default_poll_cost")]

@@ -119,7 +119,8 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
     let halfway = (main.wait - costs.min_wait).div_ceil(2);
     let waits = [before(1), before(2), after(1), after(2), before(halfway), before(main.wait - costs.min_wait)];
     for (k, wait) in waits.into_iter().enumerate() {
-        let Some(wait) = wait.filter(|&wait| wait != main.wait && waits[..k].iter().all(|&earlier| earlier != Some(wait)))
+        let Some(wait) =
+            wait.filter(|&wait| wait != main.wait && waits[..k].iter().all(|&earlier| earlier != Some(wait)))
         else {
             continue;
         };
@@ -216,7 +217,18 @@ impl Costs {
         let wait_before_ready =
             mass[..horizon].iter().enumerate().map(|(j, &m)| (m >> PLAN_SHIFT) * (j as u64 * 1_000 + 500)).sum();
         let step_cost = interval as u64 * 1_000 + poll_cost_ms;
-        Some(Costs { survival, ahead, interval, step_cost, poll_cost_ms, min_wait, horizon, first, last, wait_before_ready })
+        Some(Costs {
+            survival,
+            ahead,
+            interval,
+            step_cost,
+            poll_cost_ms,
+            min_wait,
+            horizon,
+            first,
+            last,
+            wait_before_ready,
+        })
     }
 
     /// The latest first wait: one interval before the horizon.
@@ -241,7 +253,10 @@ impl Costs {
             return (self.regular(wait), one + self.ahead[wait]);
         }
         let last = wait + (after - 1) * self.interval;
-        (self.with_gap(wait, after, until), one + self.ahead[wait] - self.ahead[last] + self.survival[last] + self.ahead[until])
+        (
+            self.with_gap(wait, after, until),
+            one + self.ahead[wait] - self.ahead[last] + self.survival[last] + self.ahead[until],
+        )
     }
 
     /// The cost, less a constant, of regular polls from a first poll at `wait`.

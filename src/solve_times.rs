@@ -449,7 +449,10 @@ fn parse_seen(text: &str, horizon: u32) -> Result<Vec<Seen>, SolveTimesError> {
     let mut seen: Vec<Seen> = Vec::new();
     for entry in text.split(',').filter(|_| !text.is_empty()) {
         let bad = || {
-            SolveTimesError::Invalid(format!("interval `{}` is malformed, out of range or order", text::clip(entry, 40)))
+            SolveTimesError::Invalid(format!(
+                "interval `{}` is malformed, out of range or order",
+                text::clip(entry, 40)
+            ))
         };
         let mut parts = entry.split(':').map(|part| part.parse::<u32>().map_err(|_| bad()));
         let (Some(from), Some(to), Some(weight), None) = (parts.next(), parts.next(), parts.next(), parts.next())

@@ -236,7 +236,8 @@ fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
     assert!(polls.windows(2).enumerate().all(|(i, w)| i + 1 == after || w[1] - w[0] == 5_000), "{polls:?}");
 
     let task = Task::from_json(TURNSTILE).unwrap();
-    let mut solve = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, start).unwrap();
+    let mut solve =
+        Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, start).unwrap();
     let Output::Send(submit) = solve.poll_output(start).unwrap() else { panic!() };
     let mut output = solve.handle_response(start, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap();
     for _ in 0..after {

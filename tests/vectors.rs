@@ -211,22 +211,27 @@ fn solve_times_vectors_show_their_models() {
     assert!(!bimodal.restore_before.is_empty(), "bimodal: restored mid-solve");
     let task = Task::from_json(&bimodal.task.to_string()).unwrap();
     let key = ApiKey::new(&bimodal.key).unwrap();
-    let mut solve = Solve::with_solve_times(task, key, &Config::default(), &model(&bimodal), bimodal.start_ms).unwrap();
+    let config = Config::from_json(&bimodal.config.to_string()).unwrap();
+    assert_eq!(config.poll_cost_ms, 1_000, "bimodal: a poll worth 1 s");
+    let mut solve = Solve::with_solve_times(task, key, &config, &model(&bimodal), bimodal.start_ms).unwrap();
     assert!(matches!(solve.poll_output(bimodal.start_ms), Ok(Output::Send(_))));
     assert!(solve.snapshot().contains(r#""version":3"#), "bimodal: {}", solve.snapshot());
 
     let stragglers = load("solve_times_stragglers");
     let (_, _, ats) = first_poll_gap(&stragglers);
     // (Poll times count from the send; each reply takes 200 ms.)
-    for regular in 2..4 {
-        assert!((interval..2 * interval).contains(&(ats[regular] - ats[regular - 1])), "stragglers: regular polls: {ats:?}");
+    for regular in 2..5 {
+        assert!(
+            (interval..2 * interval).contains(&(ats[regular] - ats[regular - 1])),
+            "stragglers: regular polls: {ats:?}"
+        );
     }
-    assert!(ats[4] - ats[3] > 2 * interval, "stragglers: then a wait over the gap: {ats:?}");
+    assert!(ats[5] - ats[4] > 2 * interval, "stragglers: then a wait over the gap: {ats:?}");
     let task = Task::from_json(&stragglers.task.to_string()).unwrap();
     let key = ApiKey::new(&stragglers.key).unwrap();
     let solve =
         Solve::with_solve_times(task, key, &Config::default(), &model(&stragglers), stragglers.start_ms).unwrap();
-    assert!(solve.snapshot().contains(r#""gap_after_polls":3"#), "stragglers: {}", solve.snapshot());
+    assert!(solve.snapshot().contains(r#""gap_after_polls":4"#), "stragglers: {}", solve.snapshot());
 
     let foreign = load("solve_times_other_type");
     assert_ne!(model(&foreign).task_type(), foreign.task["type"].as_str().unwrap());

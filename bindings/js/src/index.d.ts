@@ -28,7 +28,7 @@ export interface Config {
   jitterSeed?: number | bigint;
   /** Largest jitter per wait when seeded, 0-10,000 ms; default 1,000. */
   maxJitterMs?: number | bigint;
-  /** What one poll is worth in ms of waiting, 0-60,000; default 1,000: solves created with a
+  /** What one poll is worth in ms of waiting, 0-60,000; default 250: solves created with a
    * learned solve-times model poll on the schedule of least expected wait from the answer being
    * ready to the poll that finds it, plus this per poll. */
   pollCostMs?: number | bigint;

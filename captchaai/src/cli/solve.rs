@@ -99,7 +99,7 @@ pub struct SolveArgs {
     #[arg(long)]
     pub deadline_ms: Option<u64>,
     /// What one poll is worth in ms of waiting, to adaptive polling (0 to 60000; default: the
-    /// engine's, 1000). The engine checks the range.
+    /// engine's, 250). The engine checks the range.
     #[arg(long)]
     pub poll_cost_ms: Option<u64>,
     /// Adaptive polling's learned solve times: loaded at the start when FILE exists (a JSON
