@@ -608,12 +608,15 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   times' distribution from them by `em_rounds` rounds of the self-consistency (EM)
 ///   algorithm for interval-censored data, from each interval spread evenly over its seconds.
 /// - **Exploration.** The distribution before the first poll cannot be seen from solves that
-///   poll first at the same time. So a few solves explore: they take the best schedule of the
-///   family whose first poll is earlier (at one of 4 first waits spread from the minimum up to
-///   the chosen one). As many explore as keeps their expected extra polls, and their expected
-///   extra cost, within `explore_permille` of the chosen schedule's (at most
-///   `most_exploring_per_65536` of the solves). Whether a solve explores, and how, is a hash
-///   of its creation time, which the model reads back from the solution's `submitted_at`.
+///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
+///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
+///   (later only when some answers are estimated after the chosen first poll), halfway from the
+///   minimum, or at the minimum (each the best of: regular polls from there, a longer wait from
+///   there to the chosen first poll, or the chosen schedule's longer wait). As many explore as
+///   keeps their expected extra polls, and their expected extra cost, within
+///   `explore_permille` of the chosen schedule's (at most `most_exploring_per_65536` of the
+///   solves). Whether a solve explores, and how, is a hash of its creation time, which the
+///   model reads back from the solution's `submitted_at`.
 /// - Under `min_observations` observations the row's first wait applies, with no longer wait
 ///   and no exploration.
 ///

@@ -120,6 +120,7 @@ impl Solve {
             ));
         }
         let Some((planned, _)) = model.schedule(config, now) else { return Solve::new(task, key, config, now) };
+        model.created_with(config.poll_cost_ms);
         let (_, timings) = config.resolve(task.spec())?;
         let latest = timings.deadline_ms.saturating_sub(timings.poll_interval_ms);
         let wait = planned.first_wait_ms.min(latest);

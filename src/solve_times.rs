@@ -16,7 +16,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::{DEFAULT_POLL_COST_MS, INITIAL_WAIT_MS};
+use crate::config::{DEFAULT_POLL_COST_MS, INITIAL_WAIT_MS, POLL_COST_MS};
 use crate::outcome::Solution;
 use crate::registry::{self, ADAPTIVE, TypeSpec};
 use crate::schedule::{self, Plan, Schedule};
@@ -82,12 +82,16 @@ pub struct SolveTimes {
     mass: Vec<u64>,
     /// Derived: the plan for the poll cost last asked for.
     plan: Cell<Option<(u64, Option<Plan>)>>,
+    /// The poll cost of the last solve created with the model (the default before any): the
+    /// schedules [`SolveTimes::observe`] reads solutions back with. Kept in the text form.
+    poll_cost_ms: Cell<u64>,
 }
 
 impl PartialEq for SolveTimes {
     /// Models are equal when they remember the same: the rest is derived from it.
     fn eq(&self, other: &SolveTimes) -> bool {
-        (self.spec.name, self.observations, &self.seen) == (other.spec.name, other.observations, &other.seen)
+        (self.spec.name, self.observations, &self.seen, self.poll_cost_ms.get())
+            == (other.spec.name, other.observations, &other.seen, other.poll_cost_ms.get())
     }
 }
 
@@ -101,6 +105,7 @@ impl fmt::Debug for SolveTimes {
             .field("type", &self.spec.name)
             .field("observations", &self.observations)
             .field("seen", &seen)
+            .field("poll_cost_ms", &self.poll_cost_ms.get())
             .finish()
     }
 }
@@ -110,7 +115,14 @@ impl SolveTimes {
     pub fn new(task_type: &str) -> Result<SolveTimes, SolveTimesError> {
         let spec = registry::lookup(task_type)
             .ok_or_else(|| SolveTimesError::Invalid(format!("unknown captcha type `{task_type}`")))?;
-        Ok(SolveTimes { spec, observations: 0, seen: Vec::new(), mass: Vec::new(), plan: Cell::new(None) })
+        Ok(SolveTimes {
+            spec,
+            observations: 0,
+            seen: Vec::new(),
+            mass: Vec::new(),
+            plan: Cell::new(None),
+            poll_cost_ms: Cell::new(DEFAULT_POLL_COST_MS),
+        })
     }
 
     /// Observations a model needs before it changes anything: under this many, solves created
@@ -129,7 +141,9 @@ impl SolveTimes {
         self.observations
     }
 
-    /// Learns from a finished solve of this model's type, created with this model. Returns
+    /// Learns from a finished solve of this model's type, created with this model (it reads the
+    /// solve's schedule back from its `submitted_at`, at the poll cost of the last solve created
+    /// with the model: give a model's solves one poll cost). Returns
     /// whether it was used: only a solve of one attempt with at least one poll is (a resubmitted
     /// or synchronous solve's times say nothing about one task's ready time). Solves of another
     /// type must not be given: the solution does not name its type.
@@ -138,9 +152,9 @@ impl SolveTimes {
             return false;
         }
         // The schedule the solve most likely had: the one this model gives a solve created when
-        // it was submitted (for the poll cost it was last asked for).
+        // it was submitted, at the poll cost of the last solve created with it.
         let interval = self.spec.poll_interval_ms;
-        let schedule = self.schedule_at(self.planned_cost(), solution.submitted_at);
+        let schedule = self.schedule_at(self.poll_cost_ms.get(), solution.submitted_at);
         let n = solution.polls;
         let wait_before = if n == 1 {
             solution.elapsed_ms
@@ -173,6 +187,12 @@ impl SolveTimes {
         Some((plan.for_solve(now), plan.main))
     }
 
+    /// Notes the poll cost of a solve created with the model (what [`SolveTimes::observe`] reads
+    /// solutions back with).
+    pub(crate) fn created_with(&self, poll_cost_ms: u64) {
+        self.poll_cost_ms.set(poll_cost_ms);
+    }
+
     /// The `permille` quantile (0-1000) of the ready time as the model estimates it, as its
     /// second's lower edge in ms; `None` with nothing remembered.
     pub fn quantile_ms(&self, permille: u64) -> Option<u64> {
@@ -194,7 +214,7 @@ impl SolveTimes {
     }
 
     /// The plan for a poll cost, or `None` under [`SolveTimes::min_observations`]. Kept for the
-    /// last poll cost asked for, which [`SolveTimes::observe`] plans for again.
+    /// last poll cost asked for (derived state only: the same model gives the same plan).
     pub(crate) fn plan(&self, poll_cost_ms: u64) -> Option<Plan> {
         if self.observations < ADAPTIVE.min_observations {
             return None;
@@ -217,11 +237,6 @@ impl SolveTimes {
             Some(plan) => plan.for_solve(now),
             None => Schedule { first_wait_ms: self.spec.initial_wait_ms, gap: None },
         }
-    }
-
-    /// The poll cost last planned for (the default before any).
-    fn planned_cost(&self) -> u64 {
-        self.plan.get().map_or(DEFAULT_POLL_COST_MS, |(cost, _)| cost)
     }
 
     /// The type's deadline in whole seconds: the estimate's horizon.
@@ -355,6 +370,9 @@ struct Text<'a> {
     n: u32,
     /// `from:to:weight,..` of the remembered intervals, in order.
     seen: Cow<'a, str>,
+    /// The poll cost of the last solve created with the model, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    poll_cost_ms: Option<u64>,
 }
 
 /// Version 1's text form: histograms of lower bounds of the ready time.
@@ -400,6 +418,7 @@ impl fmt::Display for SolveTimes {
             task_type: self.spec.name,
             n: self.observations,
             seen: seen.into(),
+            poll_cost_ms: Some(self.poll_cost_ms.get()).filter(|&cost| cost != DEFAULT_POLL_COST_MS),
         };
         f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
     }
@@ -422,6 +441,10 @@ impl FromStr for SolveTimes {
                 let read = Text::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
                 let mut model = SolveTimes::new(read.task_type)?;
                 model.observations = read.n;
+                if let Some(cost) = read.poll_cost_ms {
+                    POLL_COST_MS.check(cost).map_err(|e| invalid(e.message))?;
+                    model.poll_cost_ms.set(cost);
+                }
                 let seen = parse_seen(&read.seen, model.horizon())?;
                 (model, seen)
             }
