@@ -65,6 +65,15 @@ elif [ -n "$(git status --porcelain -- fuzz/seeds)" ]; then
   exit 1
 fi
 
+stage "adaptive polling: benches/polling's goal checks, short run (one seed, 300 solves per type and mix)"
+# The full run is BENCHMARKS.md's "adaptive polling" row; this one fails the script when a goal
+# check fails (polling.py exits 1), printing the checks.
+polling_report=target/polling-short.md
+if ! benches/polling/run.sh --generated 3 --solves 300 --warmup 100 --shift 100 200 > "$polling_report"; then
+  sed -n '/^### Goal checks/,$p' "$polling_report" >&2
+  exit 1
+fi
+
 stage "bindings: the same engine .wasm from Python (wasmtime-py)"
 # The binaries the stages below run (the emulator, the CLI, the examples the docs show), from
 # the dev build the tests made (the same features: nothing of wasmtime is rebuilt). Every script

@@ -191,6 +191,10 @@ impl wit_engine::GuestSolveTimes for SolveTimesResource {
     fn quantile_ms(&self, permille: u32) -> Option<u64> {
         self.0.borrow().quantile_ms(u64::from(permille))
     }
+
+    fn min_observations() -> u32 {
+        SolveTimes::min_observations()
+    }
 }
 
 impl wit_keyless::Guest for Component {
@@ -617,6 +621,7 @@ fn config_from_wit(c: wit::Config) -> Config {
         unsolvable_retries: c.unsolvable_retries,
         jitter_seed: c.jitter_seed,
         max_jitter_ms: c.max_jitter_ms,
+        poll_cost_ms: c.poll_cost_ms,
     }
     .into()
 }

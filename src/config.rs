@@ -52,6 +52,12 @@ const MAX_SUBMIT_RETRIES: Limit = Limit::new("max_submit_retries", 0, 10);
 const MAX_POLL_ERRORS: Limit = Limit::new("max_poll_errors", 1, 100);
 const UNSOLVABLE_RETRIES: Limit = Limit::new("unsolvable_retries", 0, 5);
 const MAX_JITTER_MS: Limit = Limit::new("max_jitter_ms", 0, 10_000);
+/// What one poll is worth in ms of waiting, to adaptive polling: 0 (polls are free) to 60 s.
+pub(crate) const POLL_COST_MS: Limit = Limit::new("poll_cost_ms", 0, 60_000);
+/// The default price of a poll: a quarter second of waiting, the price at which the best
+/// schedules on the shipped modelled solve times stay closest to the type table's (for 8 of 11
+/// types within 2% of the table's polls and delay; BENCHMARKS.md, "adaptive polling").
+pub(crate) const DEFAULT_POLL_COST_MS: u64 = 250;
 
 /// Every bounded field, in the order a config is checked: the one place the ranges are written.
 const LIMITS: &[Limit] = &[
@@ -60,6 +66,7 @@ const LIMITS: &[Limit] = &[
     MAX_POLL_ERRORS,
     UNSOLVABLE_RETRIES,
     MAX_JITTER_MS,
+    POLL_COST_MS,
     INITIAL_WAIT_MS,
     POLL_INTERVAL_MS,
     DEADLINE_MS,
@@ -91,7 +98,8 @@ pub(crate) fn endpoint_url(base_url: &str, path: &str) -> Arc<str> {
 /// `#[non_exhaustive]`, which would forbid that form outside this crate.)
 ///
 /// As JSON: an object with any of the fields by name. Unknown fields are rejected; missing or
-/// null ones take their defaults. [`Serialize`] writes every field (unset timings as null).
+/// null ones take their defaults. [`Serialize`] writes every field (unset timings as null),
+/// except `poll_cost_ms` at its default (a snapshot's config reads as it did before the field).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "ConfigJson")]
 pub struct Config {
@@ -119,6 +127,15 @@ pub struct Config {
     pub jitter_seed: Option<u64>,
     /// Largest jitter added to a wait when a seed is set (0-10,000 ms).
     pub max_jitter_ms: u64,
+    /// What one poll is worth in ms of waiting (0-60,000; default 250): a solve created with
+    /// a learned [`crate::SolveTimes`] model polls on the schedule of least expected wait from
+    /// the answer being ready to the poll that finds it, plus this per poll.
+    #[serde(skip_serializing_if = "is_default_poll_cost")]
+    pub poll_cost_ms: u64,
+}
+
+fn is_default_poll_cost(poll_cost_ms: &u64) -> bool {
+    *poll_cost_ms == DEFAULT_POLL_COST_MS
 }
 
 impl Default for Config {
@@ -134,6 +151,7 @@ impl Default for Config {
             unsolvable_retries: 1,
             jitter_seed: None,
             max_jitter_ms: 1_000,
+            poll_cost_ms: DEFAULT_POLL_COST_MS,
         }
     }
 }
@@ -163,6 +181,8 @@ pub(crate) struct ConfigJson {
     pub(crate) jitter_seed: Option<u64>,
     #[serde(default)]
     pub(crate) max_jitter_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) poll_cost_ms: Option<u64>,
 }
 
 impl From<ConfigJson> for Config {
@@ -179,6 +199,7 @@ impl From<ConfigJson> for Config {
             unsolvable_retries: c.unsolvable_retries.unwrap_or(d.unsolvable_retries),
             jitter_seed: c.jitter_seed,
             max_jitter_ms: c.max_jitter_ms.unwrap_or(d.max_jitter_ms),
+            poll_cost_ms: c.poll_cost_ms.unwrap_or(d.poll_cost_ms),
         }
     }
 }
@@ -228,6 +249,7 @@ impl Config {
         MAX_POLL_ERRORS.check(self.max_poll_errors.into())?;
         UNSOLVABLE_RETRIES.check(self.unsolvable_retries.into())?;
         MAX_JITTER_MS.check(self.max_jitter_ms)?;
+        POLL_COST_MS.check(self.poll_cost_ms)?;
         let initial_wait_ms = self.initial_wait_ms.unwrap_or(spec.initial_wait_ms);
         INITIAL_WAIT_MS.check(initial_wait_ms)?;
         let poll_interval_ms = self.poll_interval_ms.unwrap_or(spec.poll_interval_ms);
@@ -254,6 +276,7 @@ impl Config {
             unsolvable_retries: self.unsolvable_retries,
             jitter_seed: self.jitter_seed,
             max_jitter_ms: self.max_jitter_ms,
+            poll_cost_ms: self.poll_cost_ms,
         };
         Ok((config, Timings { initial_wait_ms, poll_interval_ms, deadline_ms }))
     }

@@ -42,7 +42,8 @@
 //!   [`Config`] (with its field ranges, [`Limit`]).
 //! - **Adaptive polling:** [`SolveTimes`], a learned model of one type's solve times
 //!   ([`SolveTimes::observe`] finished solves, [`Solve::with_solve_times`] to use it; text form
-//!   through `Display` / `FromStr`, refused with a [`SolveTimesError`]).
+//!   through `Display` / `FromStr`, refused with a [`SolveTimesError`]), and the [`Schedule`]
+//!   (with its [`Gap`]) it gives a solve.
 //! - **Outcomes:** [`Solution`] (with its [`Answer`]) and [`Failure`], classed by [`Class`] and
 //!   [`Origin`].
 //! - **Errors:** [`ValidationError`] (input refused before anything is sent), [`Misuse`] (the
@@ -62,8 +63,8 @@
 //! `text` (helpers) · `codes` (the code table: classes, per-step actions, the `threadsinfo`
 //! verdict, backoff) · `outcome` · `error` · `registry` (the type table) · `image` · `config` ·
 //! `http` (key, requests, form and multipart bodies) · `reply` (classifying replies) · `answer` ·
-//! `task` · `solve_times` (the adaptive model) · `state` (what a snapshot persists) · `snapshot`
-//! (the format) · `solve` (the state machine) · `account` · `endpoint` (serving `in.php` and
+//! `task` · `state` (what a snapshot persists) · `schedule` (adaptive polling's schedules and
+//! their planner) · `snapshot` (the format) · `solve_times` (the adaptive model) · `solve` (the state machine) · `account` · `endpoint` (serving `in.php` and
 //! `res.php`); `pool` (an allocator) and `component` (the WIT exports) in the WebAssembly build
 //! only. `scripts/check-imports.py` reads this order and fails on an import of a module listed
 //! later, or on a module left out.
@@ -81,6 +82,7 @@ mod image;
 mod outcome;
 mod registry;
 mod reply;
+mod schedule;
 mod snapshot;
 mod solve;
 mod solve_times;
@@ -100,6 +102,7 @@ pub use http::{ApiKey, Body, HttpRequest, KEY_PLACEHOLDER, RequestKind, Transpor
 pub use image::{Image, ImageFormat};
 pub use outcome::{Answer, Failure, Solution};
 pub use registry::{AnswerShape, ExtraRules, FieldKind, ImageLimits, TaskField, TaskType, task_types};
+pub use schedule::{Gap, Schedule};
 pub use snapshot::RestoreError;
 pub use solve::{Output, Solve};
 pub use solve_times::{SolveTimes, SolveTimesError};

@@ -688,98 +688,63 @@ pub(crate) const TYPES: &[TypeSpec] = &[
     },
 ];
 
-/// The adaptive polling rule: how a [`crate::SolveTimes`] model of a type's solve times turns
-/// into the first wait of a solve created with it, and the wait after a first poll that found
-/// nothing (every later poll keeps the row's interval).
+/// The adaptive polling rule: how a [`crate::SolveTimes`] model of a type's ready times picks a
+/// new solve's poll schedule. docs/engine.md, "Adaptive polling", says the same for users.
 ///
-/// Each finished solve (one attempt) gives `L`, a lower bound of its submit-to-ready time: the
-/// time of the poll before the one that found the answer (for an answer found at the first poll,
-/// a guess: one interval before it). The model keeps `L` in a decayed histogram, and in a second
-/// one for the solves whose first poll found nothing; quantiles read each `L` spread evenly over
-/// the interval after it (the ready time was somewhere in there). `late` means answered more
-/// than half an interval after the row's first wait, with no gap (below). With `n`
-/// observations:
-///
-/// - `n < min_observations`: the row's first wait, unchanged, and no second wait.
-/// - **Late mix**: when the `quantile` of `L` (its bucket's lower edge) is above the row's first
-///   wait, the first wait is the last of the row's own poll times (its first wait plus whole
-///   intervals) at or below that quantile: the row's polls before it would nearly always find
-///   nothing, and an answer ready after the row's poll before it is seen exactly when the row
-///   would have seen it (so on such a mix the delay is the row's, with fewer polls). It is also
-///   at most one interval after the last of the row's poll times at or below the
-///   `late_before` quantile: only answers ready before the row's poll it replaces wait longer,
-///   and the model must have seen few (measured on Cloudflare's modelled mix, 20-90 s against
-///   the row's 30 s: the `quantile` alone, from a noisy few observations under it, moves the
-///   first wait to 35 s for about a fifth of the solves, 2% more delay than the row; with
-///   `late_before`, +1%).
-/// - **Early mix**: otherwise, after `calm` observations in a row that were not late, and while
-///   at least `early_permille` of the remembered solves were answered at the first poll, a
-///   learned early wait, `fast` (else the row's first wait). `fast` starts at the row's first
-///   wait and drops by `1/fast_step` of itself with each answer found at the first poll while
-///   calm. A first poll earlier than the row's that found nothing, answered by the next poll,
-///   leaves a floor under `fast`: `interval / miss_step` above that first poll; the floor decays
-///   by `1/floor_decay` of itself per observation.
-/// - **Gap** (two groups of solve times): after the first of the first `gap_max_polls` regular
-///   polls whose next interval holds at most `gap_near_permille` of all the weight in `L`s of
-///   solves whose first poll found nothing, when the `gap_permille` quantile of the second histogram from that next
-///   interval on is more than one interval after that poll, the next poll waits until then (if
-///   before the deadline). The early group's slowest answers are found by the regular polls
-///   before the gap instead of waiting for the later group. Late answers belong to the later
-///   group: they do not break `calm`. A solve with a gap writes version 3 snapshots, which keep
-///   it.
+/// - **Objective.** A solve's cost is the wait from its answer being ready to the poll that finds
+///   it, plus `c` for each poll (`c`: the config's `poll_cost_ms`, what one poll is worth in ms of
+///   waiting). The model picks the schedule of least expected cost within the family of
+///   [`crate::schedule`]: a first poll on the whole-second grid from the minimum first wait
+///   (1 s) to one interval before the deadline, then a poll every interval, except that one
+///   wait may be longer.
+/// - **Estimate.** Each finished solve of one attempt says only that its answer was ready
+///   between the poll before the one that found it (the submit, for the first) and that one,
+///   in whole seconds. The model remembers these intervals, each weighted by how recent it is
+///   (the weight decays by `1/memory` per observation and is forgotten below an eighth; at
+///   most `most_remembered` intervals, the lightest forgotten first), and estimates the ready
+///   times' distribution from them by `em_rounds` rounds of the self-consistency (EM)
+///   algorithm for interval-censored data, from each interval spread evenly over its seconds.
+/// - **Exploration.** The distribution before the first poll cannot be seen from solves that
+///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
+///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
+///   (later only when some answers are estimated after the chosen first poll), halfway from the
+///   minimum, or at the minimum (each the best of: regular polls from there, a longer wait from
+///   there to the chosen first poll, or the chosen schedule's longer wait). As many explore as
+///   keeps their expected extra polls, and their expected extra cost, within
+///   `explore_permille` of the chosen schedule's (at most `most_exploring_per_65536` of the
+///   solves). Whether a solve explores, and how, is a hash of its creation time, which the
+///   model reads back from the solution's `submitted_at`.
+/// - Under `min_observations` observations the row's first wait applies, with no longer wait
+///   and no exploration.
 ///
 /// Every first wait is within [`crate::config::INITIAL_WAIT_MS`] and before the deadline by at
-/// least one poll interval; polls stay at least the row's interval apart. The rule reads only
-/// the model, in integers: the same model gives the same requests.
+/// least one poll interval; polls stay at least the row's interval apart. Integers only: the same
+/// model, config and creation time give the same requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct AdaptiveRule {
     /// Observations of a type before the model is used.
     pub min_observations: u32,
-    /// The quantile of `L`, in thousandths, the late rule waits for.
-    pub quantile_permille: u64,
-    /// The late rule's first wait is at most one interval after the row's poll time at or
-    /// below this quantile of `L` (thousandths).
-    pub late_before_permille: u64,
-    /// The quantile of the second histogram, in thousandths, the gap rule waits for.
-    pub gap_permille: u64,
-    /// No gap after a regular poll when more than this share (thousandths) of the solves were
-    /// answered within one interval after it, their first poll having found nothing.
-    pub gap_near_permille: u64,
-    /// Regular polls at most before a gap.
-    pub gap_max_polls: u32,
-    /// The early rule applies only while at least this share (thousandths) of the remembered
-    /// solves were answered at the first poll.
-    pub early_permille: u64,
-    /// Each observation adds this weight; every weight decays by `1/decay` per observation and
-    /// is forgotten below an eighth of it.
-    pub weight: u32,
-    /// The decay divisor (the model remembers about this many recent observations).
-    pub decay: u32,
-    /// `fast` drops by `fast / fast_step` after each answer found at the first poll while calm.
-    pub fast_step: u64,
-    /// An early miss leaves a floor `interval / miss_step` above its first poll.
-    pub miss_step: u64,
-    /// The floor left by an early miss drops by `floor / floor_decay` per observation.
-    pub floor_decay: u64,
-    /// Observations in a row answered by the table's first wait before the early rule applies.
-    pub calm: u32,
+    /// The decay length: each remembered interval loses `1/memory` of its weight per observation.
+    pub memory: u32,
+    /// The exploration budget: exploring solves add at most this share (thousandths) to the
+    /// expected polls, and to the expected cost, of the chosen schedule.
+    pub explore_permille: u64,
+    /// The most solves that explore, per 65,536.
+    pub most_exploring_per_65536: u64,
+    /// Rounds of the EM algorithm per estimate.
+    pub em_rounds: u32,
+    /// The most intervals a model remembers (its text stays under 1 KiB).
+    pub most_remembered: usize,
 }
 
-/// The rule [`crate::SolveTimes`] applies (tuned on `benches/polling/mixes.json`).
+/// The rule [`crate::SolveTimes`] applies.
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
-    quantile_permille: 60,
-    late_before_permille: 20,
-    gap_permille: 5,
-    gap_near_permille: 30,
-    gap_max_polls: 2,
-    early_permille: 250,
-    weight: 256,
-    decay: 24,
-    fast_step: 10,
-    miss_step: 16,
-    floor_decay: 8192,
-    calm: 20,
+    memory: 40,
+    explore_permille: 20,
+    most_exploring_per_65536: 8_192,
+    em_rounds: 4,
+    most_remembered: 56,
 };
 
 /// What the endpoint ([`crate::endpoint`]) does with a request parameter that is not a task field.

@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::config::Config;
 use crate::error::ValidationError;
-use crate::solve_times::Gap;
+use crate::schedule::Gap;
 use crate::state::{State, StateJson};
 use crate::task::Task;
 

@@ -32,8 +32,9 @@ use crate::error::{Misuse, ValidationError};
 use crate::http::{self, ApiKey, HttpRequest, KeySlot, RequestKind, TransportError};
 use crate::outcome::{Failure, Solution};
 use crate::reply::{self, Field, Reply};
+use crate::schedule::Gap;
 use crate::snapshot::{self, RestoreError};
-use crate::solve_times::{Gap, SolveTimes};
+use crate::solve_times::SolveTimes;
 use crate::state::{Phase, State, Step};
 use crate::task::{Task, Upload};
 use crate::text;
@@ -60,7 +61,7 @@ pub struct Solve {
     task: Task,
     config: Config,
     timings: Timings,
-    /// A gap in the solve times a [`SolveTimes`] model learned: after that many regular polls
+    /// The longer wait of the schedule a [`SolveTimes`] model gave: after that many regular polls
     /// that found nothing, a wait longer than the poll interval.
     gap: Option<Gap>,
     derived: Derived,
@@ -119,12 +120,13 @@ impl Solve {
         Ok(Solve::assemble(key, task, config, timings, state))
     }
 
-    /// Like [`Solve::new`], with the waits `model` gives once it has enough observations
-    /// ([`SolveTimes`]): its first wait (unless the config sets `initial_wait_ms`), kept before
-    /// the deadline by one poll interval, and a longer wait after a first poll that found
-    /// nothing where it learned a gap (kept in the snapshot). A model of another captcha type is
-    /// an `INVALID_CONFIG` error naming `solve_times`. Without a usable model this is exactly
-    /// [`Solve::new`].
+    /// Like [`Solve::new`], with the poll schedule `model` gives once it has enough observations
+    /// ([`SolveTimes`]): the schedule of least expected cost for the config's `poll_cost_ms`, or
+    /// for a few solves (chosen by a hash of `now`) an exploring one with an earlier first poll.
+    /// Its first wait is kept before the deadline by one poll interval; its longer wait, if any,
+    /// is kept in the snapshot. A config that sets `initial_wait_ms` keeps the table's schedule
+    /// with that first wait. A model of another captcha type is an `INVALID_CONFIG` error
+    /// naming `solve_times`. Without a usable model this is exactly [`Solve::new`].
     pub fn with_solve_times(
         task: Task,
         key: ApiKey,
@@ -158,20 +160,17 @@ impl Solve {
                 format!("the solve-times model is of {}, the task is {}", model.task_type(), task.spec().name),
             ));
         }
-        let learned = match (config.initial_wait_ms, model.first_wait_ms()) {
-            (None, Some(wait)) => {
-                let (_, timings) = config.resolve(task.spec())?;
-                let latest = timings.deadline_ms.saturating_sub(timings.poll_interval_ms);
-                Some(wait.min(latest)).filter(|&w| crate::config::INITIAL_WAIT_MS.check(w).is_ok())
-            }
-            _ => None,
-        };
-        let mut solve = match learned {
-            Some(wait) => Solve::begin(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now)?,
-            None => Solve::begin(task, key, config, now)?,
-        };
+        let Some((planned, _)) = model.schedule(config, now) else { return Solve::begin(task, key, config, now) };
+        model.created_with(config.poll_cost_ms);
+        let (_, timings) = config.resolve(task.spec())?;
+        let latest = timings.deadline_ms.saturating_sub(timings.poll_interval_ms);
+        let wait = planned.first_wait_ms.min(latest);
+        if crate::config::INITIAL_WAIT_MS.check(wait).is_err() {
+            return Solve::begin(task, key, config, now);
+        }
+        let mut solve = Solve::begin(task, key, &Config { initial_wait_ms: Some(wait), ..config.clone() }, now)?;
         let Timings { initial_wait_ms, poll_interval_ms, deadline_ms } = solve.timings;
-        solve.gap = model.gap(initial_wait_ms).filter(|gap| {
+        solve.gap = planned.gap.filter(|gap| {
             let before = gap.last_regular_poll_ms(initial_wait_ms, poll_interval_ms);
             gap.wait_ms > poll_interval_ms && before.saturating_add(gap.wait_ms) < deadline_ms
         });

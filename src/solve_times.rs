@@ -1,6 +1,7 @@
-//! A learned model of one captcha type's solve times, and the first and second waits it gives:
-//! the data half of adaptive polling (the rule's constants and its description are
-//! [`crate::registry::ADAPTIVE`], beside the type table).
+//! A learned model of one captcha type's ready times, and the poll schedule it gives: the data
+//! half of adaptive polling (the rule's constants and its description are
+//! [`crate::registry::ADAPTIVE`], beside the type table; the schedules and their costs are
+//! [`crate::schedule`]).
 //!
 //! Plain data and pure arithmetic on integers: no clock, no randomness, no key or token (only
 //! the type's name, counts and times). Hosts [`SolveTimes::observe`] finished solves and create
@@ -8,42 +9,30 @@
 //! and `FromStr`) is versioned JSON of a few hundred bytes.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::INITIAL_WAIT_MS;
+use crate::config::{DEFAULT_POLL_COST_MS, INITIAL_WAIT_MS, POLL_COST_MS};
 use crate::outcome::Solution;
 use crate::registry::{self, ADAPTIVE, TypeSpec};
+use crate::schedule::{self, Plan, Schedule};
 use crate::text;
 
 /// Identifies the text form.
 const FORMAT: &str = "captchaai-engine/solve-times";
-/// The text form's version this engine writes and reads.
-const VERSION: u64 = 1;
-/// Histogram buckets: 1 s wide below 64 s, then 4 s wide up to 320 s (the last holds the rest).
-const BUCKETS: usize = 128;
-
-/// A learned gap in a type's solve times: after `after_polls` regular polls that found nothing
-/// (the first at the first wait, then one every interval), the next poll waits `wait_ms`, more
-/// than the interval, instead of the interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Gap {
-    /// Regular polls before the gap, at least 1.
-    pub after_polls: u32,
-    /// The wait after the last of them.
-    pub wait_ms: u64,
-}
-
-impl Gap {
-    /// When the last regular poll before the gap is sent, in ms after the submit, for a solve
-    /// whose first poll comes `first_wait_ms` after it.
-    pub(crate) fn last_regular_poll_ms(&self, first_wait_ms: u64, interval_ms: u64) -> u64 {
-        nth_poll_ms(first_wait_ms, self.after_polls, interval_ms)
-    }
-}
+/// The text form's version this engine writes. It also reads version 1 (see [`from_v1`]).
+const VERSION: u64 = 2;
+/// The weight one observation adds.
+const UNIT: u32 = 1_024;
+/// The estimate's total mass: `2^32` stands for certainty.
+const ONE_SHIFT: u32 = 32;
+/// The EM round's fixed point: an interval's share over the estimate within it, times `2^20`
+/// (at most `2^52` each, under `2^58` summed over 56; times the estimate, under `2^53`).
+const RATE_SHIFT: u32 = 20;
 
 /// Why a model's text form was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -56,37 +45,70 @@ pub enum SolveTimesError {
     #[error("not a captchaai-engine solve-times model")]
     Foreign,
     /// A model of another version.
-    #[error("solve-times version {0} is not supported (this engine reads version {VERSION})")]
+    #[error("solve-times version {0} is not supported (this engine reads versions 1 and {VERSION})")]
     UnsupportedVersion(u64),
     /// Our format, but the content is out of range, or the type is unknown.
     #[error("solve times are invalid: {0}")]
     Invalid(String),
 }
 
-/// What one captcha type's finished solves took, decayed so that it follows drift (it weighs
-/// about the last 50 observations), and the waits it gives a new solve of that type. Under 20
-/// observations it gives none: the type's table applies unchanged. Then: a later first wait
-/// when nearly all answers come after the table's (one of the table's own poll times, at or
-/// below the 6% quantile of the learned solve times); an earlier one, learned by lowering it
-/// while answers keep coming at the first poll, when nearly all come before it; a longer second
-/// wait over a gap between two groups of solve times. Never under 1 s, never polls closer than the type's 5 s interval, never past the
+/// One remembered observation: the answer was ready within seconds `from..to` after the submit
+/// (after `from` s, by `to` s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Seen {
+    from: u32,
+    to: u32,
+    weight: u32,
+}
+
+/// What one captcha type's finished solves took, and the poll schedule it gives a new solve of
+/// that type: the one of least expected cost, `c` per poll plus the wait from the answer being
+/// ready to the poll that finds it, with `c` the config's `poll_cost_ms`. It remembers when
+/// each answer was ready as the interval its polls allow (decayed: it weighs about the last 40
+/// observations) and estimates the distribution from those intervals; a few solves explore an
+/// earlier first poll, so that it learns what comes before it. Under
+/// [`SolveTimes::min_observations`] it gives nothing: the type's table applies unchanged. Never
+/// a first poll under 1 s, polls closer than the type's 5 s interval, or a poll past the
 /// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in
 /// `registry.rs`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct SolveTimes {
     spec: &'static TypeSpec,
     /// Observations so far (saturating).
     observations: u32,
-    /// The learned early first wait, at most the table's.
-    fast_ms: u64,
-    /// The least `fast_ms` may drop to: left by an answer that came after an early first poll.
-    floor_ms: u64,
-    /// Observations in a row answered by the table's first wait (saturating).
-    calm: u32,
-    /// Decayed weights of the observed lower bounds of the submit-to-ready time.
-    weights: [u32; BUCKETS],
-    /// The same, of the solves whose first poll found nothing only (true lower bounds).
-    missed: [u32; BUCKETS],
+    /// The remembered intervals, in order, at most one per interval.
+    seen: Vec<Seen>,
+    /// Derived from `seen`: the estimated mass ready in each second below the deadline (summing
+    /// to about `2^32`), or empty with nothing remembered.
+    mass: Vec<u64>,
+    /// Derived: the plan for the poll cost last asked for.
+    plan: Cell<Option<(u64, Option<Plan>)>>,
+    /// The poll cost of the last solve created with the model (the default before any): the
+    /// schedules [`SolveTimes::observe`] reads solutions back with. Kept in the text form.
+    poll_cost_ms: Cell<u64>,
+}
+
+impl PartialEq for SolveTimes {
+    /// Models are equal when they remember the same: the rest is derived from it.
+    fn eq(&self, other: &SolveTimes) -> bool {
+        (self.spec.name, self.observations, &self.seen, self.poll_cost_ms.get())
+            == (other.spec.name, other.observations, &other.seen, other.poll_cost_ms.get())
+    }
+}
+
+impl Eq for SolveTimes {}
+
+impl fmt::Debug for SolveTimes {
+    /// What it remembers (the rest is derived from it).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seen: Vec<_> = self.seen.iter().map(|seen| (seen.from, seen.to, seen.weight)).collect();
+        f.debug_struct("SolveTimes")
+            .field("type", &self.spec.name)
+            .field("observations", &self.observations)
+            .field("seen", &seen)
+            .field("poll_cost_ms", &self.poll_cost_ms.get())
+            .finish()
+    }
 }
 
 impl SolveTimes {
@@ -97,12 +119,17 @@ impl SolveTimes {
         Ok(SolveTimes {
             spec,
             observations: 0,
-            fast_ms: spec.initial_wait_ms,
-            floor_ms: 0,
-            calm: 0,
-            weights: [0; BUCKETS],
-            missed: [0; BUCKETS],
+            seen: Vec::new(),
+            mass: Vec::new(),
+            plan: Cell::new(None),
+            poll_cost_ms: Cell::new(DEFAULT_POLL_COST_MS),
         })
+    }
+
+    /// Observations a model needs before it changes anything: under this many, solves created
+    /// with it are exactly the type's table.
+    pub const fn min_observations() -> u32 {
+        ADAPTIVE.min_observations
     }
 
     /// The captcha type this model is of.
@@ -115,230 +142,222 @@ impl SolveTimes {
         self.observations
     }
 
-    /// Learns from a finished solve of this model's type. Returns whether it was used: only a
-    /// solve of one attempt with at least one poll is (a resubmitted or synchronous solve's
-    /// times say nothing about one task's solve time). Solves of another type must not be
-    /// given: the solution does not name its type.
+    /// Learns from a finished solve of this model's type, created with this model (it reads the
+    /// solve's schedule back from its `submitted_at`, at the poll cost of the last solve created
+    /// with the model: give a model's solves one poll cost). Returns
+    /// whether it was used: only a solve of one attempt with at least one poll is (a resubmitted
+    /// or synchronous solve's times say nothing about one task's ready time). Solves of another
+    /// type must not be given: the solution does not name its type.
     pub fn observe(&mut self, solution: &Solution) -> bool {
         if solution.attempts != 1 || solution.polls == 0 {
             return false;
         }
-        let (table, interval) = (self.spec.initial_wait_ms, self.spec.poll_interval_ms);
-        let elapsed = solution.elapsed_ms;
-        // The first wait this model gave (the solve was most likely created with it).
-        let used = self.first_wait_ms().unwrap_or(table);
-        for weight in self.weights.iter_mut().chain(self.missed.iter_mut()) {
-            // Decayed, and forgotten below an eighth of one observation (a short text form).
-            *weight -= *weight / ADAPTIVE.decay;
-            if *weight < ADAPTIVE.weight / 8 {
-                *weight = 0;
-            }
-        }
-        // A lower bound of the ready time: the answer was not there at the poll before (for one
-        // found at the poll after a gap, the last regular poll before it, or without a gap, for
-        // one found at the second poll, the first, at the first wait; for one found at the first
-        // poll, a guess: one interval earlier).
-        let previous = elapsed.saturating_sub(interval);
-        let used_gap = self.gap(used);
-        let regular_polls = used_gap.map_or(1, |gap| gap.after_polls);
-        let last_regular = nth_poll_ms(used, regular_polls, interval);
-        let index = bucket(if solution.polls == regular_polls + 1 { last_regular.min(previous) } else { previous });
-        self.weights[index] = self.weights[index].saturating_add(ADAPTIVE.weight);
-        if solution.polls > 1 {
-            self.missed[index] = self.missed[index].saturating_add(ADAPTIVE.weight);
-        }
-        self.observations = self.observations.saturating_add(1);
-
-        // Late: answered after the table's first wait. With a gap after the table's first wait
-        // (two groups of solve times), late answers belong to the later group, which the second
-        // wait serves, and say nothing about the early one.
-        let gap = self.gap(table).is_some();
-        let late = elapsed > table.saturating_add(interval / 2) && !gap;
-        if solution.polls > 1 && used < table {
-            // An early first poll found nothing. Answered by the next poll (one interval later,
-            // or at a gap's wait right after it): wait a little longer. A later answer says
-            // nothing about the early group.
-            let next = elapsed <= used.saturating_add(interval + interval / 2);
-            let at_gap = solution.polls == 2 && used_gap.is_some_and(|gap| gap.after_polls == 1);
-            let floor = if next {
-                used.saturating_add(interval / ADAPTIVE.miss_step).min(table)
-            } else if at_gap {
-                used
-            } else {
-                0
-            };
-            self.floor_ms = self.floor_ms.max(floor);
-        }
-        if late {
-            self.calm = 0;
+        // The schedule the solve most likely had: the one this model gives a solve created when
+        // it was submitted, at the poll cost of the last solve created with it.
+        let interval = self.spec.poll_interval_ms;
+        let schedule = self.schedule_at(self.poll_cost_ms.get(), solution.submitted_at);
+        let n = solution.polls;
+        let wait_before = if n == 1 {
+            solution.elapsed_ms
         } else {
-            self.calm = self.calm.saturating_add(1);
-            if solution.polls == 1 && self.calm >= ADAPTIVE.calm {
-                self.fast_ms = self.fast_ms.saturating_sub(self.fast_ms / ADAPTIVE.fast_step);
-            }
-        }
-        self.fast_ms = self.fast_ms.max(self.floor_ms).clamp(INITIAL_WAIT_MS.min, table.max(INITIAL_WAIT_MS.min));
-        self.floor_ms -= self.floor_ms / ADAPTIVE.floor_decay;
+            schedule.poll_ms(n, interval).saturating_sub(schedule.poll_ms(n - 1, interval))
+        };
+        let horizon = self.horizon();
+        let to = u32::try_from(solution.elapsed_ms.div_ceil(1_000)).unwrap_or(u32::MAX).clamp(1, horizon);
+        let from = u32::try_from(solution.elapsed_ms.saturating_sub(wait_before) / 1_000).unwrap_or(u32::MAX);
+        self.remember(from.min(to - 1), to);
+        self.observations = self.observations.saturating_add(1);
+        self.estimate();
         true
     }
 
-    /// The first wait this model gives a solve of its type (before the deadline check a solve
-    /// makes), or `None` under the minimum of 20 observations.
+    /// The first wait this model gives a solve of its type at the default poll cost (before the
+    /// deadline check a solve makes; a solve that explores polls earlier), or `None` under
+    /// [`SolveTimes::min_observations`].
     pub fn first_wait_ms(&self) -> Option<u64> {
-        if self.observations < ADAPTIVE.min_observations {
-            return None;
-        }
-        let late = self.quantile_ms(ADAPTIVE.quantile_permille).unwrap_or(0);
-        let (table, interval) = (self.spec.initial_wait_ms, self.spec.poll_interval_ms);
-        let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
-        let (all, missed) = (sum(&self.weights), sum(&self.missed));
-        // Enough answers found at the first poll for an early one to pay.
-        let early = (all - missed) * 1000 >= all * ADAPTIVE.early_permille;
-        let wait = match late {
-            // Down to one of the table's own poll times: an answer ready after the table's poll
-            // before it is seen when the table would have seen it. And at most one interval
-            // after the poll time at or below the `late_before` quantile: few answers were ready
-            // before the table's poll it replaces.
-            late if late > table => {
-                let before = self.quantile_ms(ADAPTIVE.late_before_permille).unwrap_or(0);
-                let latest = poll_time_at_or_below(before, table, interval).saturating_add(interval);
-                poll_time_at_or_below(late, table, interval).min(latest).max(table)
-            }
-            _ if self.calm >= ADAPTIVE.calm && early => self.fast_ms,
-            _ => table,
-        };
-        Some(wait.clamp(INITIAL_WAIT_MS.min, INITIAL_WAIT_MS.max))
+        self.plan(DEFAULT_POLL_COST_MS).map(|plan| plan.main.first_wait_ms)
     }
 
-    /// The gap a solve with the first wait `first_wait_ms` skips, if the model puts almost no
-    /// answers in it (between two groups of solve times): after the first of
-    /// [`crate::registry::ADAPTIVE`]'s `gap_max_polls` regular polls whose next interval holds at
-    /// most `gap_near_permille` of the weight, a wait until the `gap_permille` quantile of the
-    /// lower bounds of the solves whose first poll found nothing, from that next interval on.
-    /// `None` (regular polls) when that wait is no more than the interval, or under the minimum
-    /// of observations.
-    pub(crate) fn gap(&self, first_wait_ms: u64) -> Option<Gap> {
-        if self.observations < ADAPTIVE.min_observations {
-            return None;
-        }
-        let interval = self.spec.poll_interval_ms;
-        let sum = |weights: &[u32]| weights.iter().map(|&w| u64::from(w)).sum::<u64>();
-        let total = sum(&self.weights);
-        // A few misses answered within an interval of a poll (the early group's slowest) do not
-        // close the gap after it; more are worth one more regular poll first.
-        let after_polls = (1..=ADAPTIVE.gap_max_polls).find(|&n| {
-            let poll = nth_poll_ms(first_wait_ms, n, interval);
-            let (at, next) = (bucket(poll), bucket(poll.saturating_add(interval)));
-            sum(&self.missed[at.min(next)..next]) * 1000 <= total * ADAPTIVE.gap_near_permille
-        })?;
-        let poll = nth_poll_ms(first_wait_ms, after_polls, interval);
-        let from = bucket(poll.saturating_add(interval));
-        let edge = quantile(&self.missed[from..], ADAPTIVE.gap_permille, interval)? + lower_edge_ms(from);
-        let wait_ms = edge.saturating_sub(poll);
-        (wait_ms > interval).then_some(Gap { after_polls, wait_ms })
+    /// The schedule this model gives a solve created at `now` with `config`, and the plan's own
+    /// (they differ when the solve explores); `None` while the type's table applies (under
+    /// [`SolveTimes::min_observations`], or when the config sets `initial_wait_ms`). What
+    /// [`crate::Solve::with_solve_times`] uses, before it keeps the waits within the config's
+    /// deadline and interval.
+    pub fn schedule(&self, config: &crate::Config, now: u64) -> Option<(Schedule, Schedule)> {
+        let plan = self.plan(config.poll_cost_ms).filter(|_| config.initial_wait_ms.is_none())?;
+        Some((plan.for_solve(now), plan.main))
     }
 
-    /// The `permille` quantile (0-1000) of the submit-to-ready time as the model sees it (each
-    /// observed lower bound spread over the poll interval after it), as its bucket's lower edge
-    /// in ms; `None` with nothing observed or forgotten.
+    /// Notes the poll cost of a solve created with the model (what [`SolveTimes::observe`] reads
+    /// solutions back with).
+    pub(crate) fn created_with(&self, poll_cost_ms: u64) {
+        self.poll_cost_ms.set(poll_cost_ms);
+    }
+
+    /// The `permille` quantile (0-1000) of the ready time as the model estimates it, as its
+    /// second's lower edge in ms; `None` with nothing remembered.
     pub fn quantile_ms(&self, permille: u64) -> Option<u64> {
-        quantile(&self.weights, permille, self.spec.poll_interval_ms)
+        let total: u64 = self.mass.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let target = u128::from(total) * u128::from(permille.min(1_000)) / 1_000;
+        let mut seen = 0u128;
+        let second = self
+            .mass
+            .iter()
+            .position(|&mass| {
+                seen += u128::from(mass);
+                mass > 0 && seen > target
+            })
+            .or_else(|| self.mass.iter().rposition(|&mass| mass > 0))?;
+        Some(second as u64 * 1_000)
     }
-}
 
-/// The `permille` quantile of decayed weights over buckets, each weight spread evenly over the
-/// buckets of the poll interval its lower bound starts (the ready time was somewhere in there),
-/// as ms from the first bucket's lower edge to the quantile's bucket's; `None` when all weights
-/// are zero. Integer arithmetic: a weight spread over `k` buckets adds `weight * 60 / k` to each.
-fn quantile(weights: &[u32], permille: u64, interval: u64) -> Option<u64> {
-    let offset = BUCKETS - weights.len();
-    let mut spread = [0u64; BUCKETS];
-    for (j, &weight) in weights.iter().enumerate().filter(|(_, w)| **w > 0) {
-        let start = lower_edge_ms(offset + j);
-        let last = bucket(start.saturating_add(interval).saturating_sub(1)).max(offset + j);
-        let share = u64::from(weight) * 60 / (last - (offset + j) + 1) as u64;
-        for slot in &mut spread[offset + j..=last] {
-            *slot += share;
+    /// The plan for a poll cost, or `None` under [`SolveTimes::min_observations`]. Kept for the
+    /// last poll cost asked for (derived state only: the same model gives the same plan).
+    pub(crate) fn plan(&self, poll_cost_ms: u64) -> Option<Plan> {
+        if self.observations < ADAPTIVE.min_observations {
+            return None;
+        }
+        if let Some((cost, plan)) = self.plan.get()
+            && cost == poll_cost_ms
+        {
+            return plan;
+        }
+        let min_first_wait = INITIAL_WAIT_MS.min;
+        let plan = schedule::plan(&self.mass, self.spec.poll_interval_ms, min_first_wait, poll_cost_ms);
+        self.plan.set(Some((poll_cost_ms, plan)));
+        plan
+    }
+
+    /// The schedule a solve created at `now` with poll cost `poll_cost_ms` gets: the plan's, or
+    /// the table's while there is none.
+    pub(crate) fn schedule_at(&self, poll_cost_ms: u64, now: u64) -> Schedule {
+        match self.plan(poll_cost_ms) {
+            Some(plan) => plan.for_solve(now),
+            None => Schedule { first_wait_ms: self.spec.initial_wait_ms, gap: None },
         }
     }
-    let spread = &spread[offset..];
-    let total: u64 = spread.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let target = total.saturating_mul(permille.min(1000)) / 1000;
-    let mut seen = 0;
-    let index = spread
-        .iter()
-        .position(|&weight| {
-            seen += weight;
-            weight > 0 && seen > target
-        })
-        .or_else(|| spread.iter().rposition(|&w| w > 0))?;
-    Some(lower_edge_ms(offset + index) - lower_edge_ms(offset))
-}
 
-/// Weights as text: `bucket:weight` of the buckets with weight, in bucket order, comma-separated.
-fn sparse(weights: &[u32; BUCKETS]) -> String {
-    let mut text = String::new();
-    for (index, weight) in weights.iter().enumerate().filter(|(_, w)| **w > 0) {
-        if !text.is_empty() {
-            text.push(',');
+    /// The type's deadline in whole seconds: the estimate's horizon.
+    fn horizon(&self) -> u32 {
+        u32::try_from(self.spec.deadline_ms / 1_000).unwrap_or(u32::MAX).clamp(2, schedule::MOST_SECONDS as u32)
+    }
+
+    /// Decays what is remembered and adds one observation of `from..to`.
+    fn remember(&mut self, from: u32, to: u32) {
+        for seen in &mut self.seen {
+            seen.weight -= seen.weight / ADAPTIVE.memory;
         }
-        text.push_str(itoa::Buffer::new().format(index));
-        text.push(':');
-        text.push_str(itoa::Buffer::new().format(*weight));
-    }
-    text
-}
-
-/// Weights from [`sparse`]'s text: buckets in order, each weight at most the steady state of
-/// one observation each time.
-fn dense(text: &str) -> Result<[u32; BUCKETS], SolveTimesError> {
-    let most = ADAPTIVE.weight.saturating_mul(ADAPTIVE.decay).saturating_mul(2);
-    let mut weights = [0; BUCKETS];
-    let mut last = None;
-    for entry in text.split(',').filter(|_| !text.is_empty()) {
-        let bad = || {
-            SolveTimesError::Invalid(format!("weight `{}` is malformed, out of range or order", text::clip(entry, 40)))
-        };
-        let (index, weight) = entry.split_once(':').ok_or_else(bad)?;
-        let (index, weight) = (index.parse::<usize>().map_err(|_| bad())?, weight.parse::<u32>().map_err(|_| bad())?);
-        if index >= BUCKETS || last.is_some_and(|l| index <= l) || weight == 0 || weight > most {
-            return Err(bad());
+        self.seen.retain(|seen| seen.weight >= UNIT / 8);
+        let new = Seen { from, to, weight: UNIT };
+        match self.seen.binary_search_by(|seen| (seen.from, seen.to).cmp(&(from, to))) {
+            Ok(at) => self.seen[at].weight = self.seen[at].weight.saturating_add(UNIT),
+            Err(at) => self.seen.insert(at, new),
         }
-        weights[index] = weight;
-        last = Some(index);
+        while self.seen.len() > ADAPTIVE.most_remembered {
+            let lightest = (0..self.seen.len()).min_by_key(|&i| self.seen[i].weight).unwrap_or(0);
+            self.seen.remove(lightest);
+        }
     }
-    Ok(weights)
-}
 
-/// When regular poll `n` (from 1) is sent, in ms after the submit.
-fn nth_poll_ms(first_wait_ms: u64, n: u32, interval_ms: u64) -> u64 {
-    first_wait_ms.saturating_add(u64::from(n.saturating_sub(1)).saturating_mul(interval_ms))
-}
-
-/// The last of a row's poll times (its first wait `table` plus or minus whole intervals) at or
-/// below `ms`, or 0.
-fn poll_time_at_or_below(ms: u64, table: u64, interval: u64) -> u64 {
-    if ms >= table {
-        ms - (ms - table) % interval
-    } else {
-        table.saturating_sub((table - ms).div_ceil(interval).saturating_mul(interval))
+    /// Estimates the mass ready in each second from the remembered intervals: the
+    /// nonparametric maximum likelihood estimate for interval-censored data, approximated by
+    /// [`ADAPTIVE`]'s `em_rounds` rounds of EM (Turnbull's self-consistency algorithm). Its mass
+    /// lies in Turnbull's innermost intervals (each the stretch from a remembered start to the
+    /// next remembered end, with no other start or end inside it); each interval's share starts
+    /// spread evenly over the seconds of the innermost intervals inside it, and each round
+    /// spreads it again in proportion to the estimate there. A round is linear in intervals:
+    /// an interval's share over the estimate within it is added at its first innermost interval
+    /// and taken off after its last, of a running sum. Within an innermost interval the mass is
+    /// even.
+    fn estimate(&mut self) {
+        const MOST: usize = ADAPTIVE.most_remembered;
+        self.plan.set(None);
+        self.mass.clear();
+        let total: u64 = self.seen.iter().map(|seen| u64::from(seen.weight)).sum();
+        if total == 0 {
+            return;
+        }
+        // Starts are in order already (`seen` is); ends are sorted. An innermost interval is a
+        // start followed by an end, an end coming first at the same second ((a, b] and (b, c]
+        // do not meet).
+        let n = self.seen.len();
+        let mut ends = [0u32; MOST];
+        for (end, seen) in ends.iter_mut().zip(&self.seen) {
+            *end = seen.to;
+        }
+        let ends = &mut ends[..n];
+        ends.sort_unstable();
+        let mut innermost = [(0u32, 0u32); MOST];
+        let (mut count, mut e) = (0, 0);
+        for (i, seen) in self.seen.iter().enumerate() {
+            while e < n && ends[e] <= seen.from {
+                e += 1;
+            }
+            // The last start before the next end opens an innermost interval.
+            if e < n && self.seen.get(i + 1).is_none_or(|next| next.from >= ends[e]) {
+                innermost[count] = (seen.from, ends[e]);
+                count += 1;
+            }
+        }
+        let innermost = &innermost[..count];
+        let length = |k: usize| u64::from(innermost[k].1 - innermost[k].0);
+        let mut seconds_before = [0u64; MOST + 1];
+        for k in 0..count {
+            seconds_before[k + 1] = seconds_before[k] + length(k);
+        }
+        // Each interval: the innermost intervals inside it and its share of the total mass (`2^32`).
+        let mut intervals = [(0usize, 0usize, 0u64); MOST];
+        let mut first = 0;
+        for (interval, seen) in intervals.iter_mut().zip(&self.seen) {
+            while first < count && innermost[first].0 < seen.from {
+                first += 1;
+            }
+            let after = innermost.partition_point(|&(_, end)| end <= seen.to);
+            *interval = (first, after.max(first + 1).min(count), (u64::from(seen.weight) << ONE_SHIFT) / total);
+        }
+        let intervals = &intervals[..n];
+        let mut delta = [0i64; MOST + 1];
+        for &(from, to, share) in intervals {
+            let per_second = (share / (seconds_before[to] - seconds_before[from]).max(1)) as i64;
+            delta[from] += per_second;
+            delta[to] -= per_second;
+        }
+        let mut mass = [0u64; MOST];
+        running(&delta[..=count], |k, per_second| mass[k] = per_second * length(k));
+        let mut within = [0u64; MOST + 1];
+        for _ in 0..ADAPTIVE.em_rounds {
+            for k in 0..count {
+                within[k + 1] = within[k] + mass[k];
+            }
+            delta = [0; MOST + 1];
+            for &(from, to, share) in intervals {
+                // Nothing left within it (rounding) keeps it out of this round.
+                if let Some(rate) = (share << RATE_SHIFT).checked_div(within[to] - within[from]) {
+                    delta[from] += rate as i64;
+                    delta[to] -= rate as i64;
+                }
+            }
+            running(&delta[..=count], |k, rate| mass[k] = (mass[k] * rate) >> RATE_SHIFT);
+        }
+        self.mass.resize(self.horizon() as usize, 0);
+        for (k, &(start, end)) in innermost.iter().enumerate() {
+            let per_second = mass[k] / length(k);
+            self.mass[start as usize..end as usize].fill(per_second);
+        }
     }
 }
 
-/// The bucket of a time in ms.
-fn bucket(ms: u64) -> usize {
-    let seconds = ms / 1_000;
-    let index = if seconds < 64 { seconds } else { 64 + (seconds - 64) / 4 };
-    usize::try_from(index).unwrap_or(BUCKETS - 1).min(BUCKETS - 1)
-}
-
-/// A bucket's lower edge in ms.
-fn lower_edge_ms(index: usize) -> u64 {
-    let index = index as u64;
-    if index < 64 { index * 1_000 } else { (64 + (index - 64) * 4) * 1_000 }
+/// Calls `f` with each index below the last and the running sum of `delta` up to it (a sum of
+/// whole intervals, never negative).
+fn running(delta: &[i64], mut f: impl FnMut(usize, u64)) {
+    let mut sum = 0i64;
+    for (j, d) in delta.iter().take(delta.len() - 1).enumerate() {
+        sum += d;
+        f(j, sum.max(0) as u64);
+    }
 }
 
 /// The text form.
@@ -350,31 +369,57 @@ struct Text<'a> {
     #[serde(rename = "type")]
     task_type: &'a str,
     n: u32,
-    fast_ms: u64,
-    floor_ms: u64,
-    calm: u32,
-    /// `bucket:weight,..` of the buckets with weight, in bucket order.
+    /// `from:to:weight,..` of the remembered intervals, in order.
+    seen: Cow<'a, str>,
+    /// The poll cost of the last solve created with the model, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    poll_cost_ms: Option<u64>,
+}
+
+/// Version 1's text form: histograms of lower bounds of the ready time.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextV1<'a> {
+    #[serde(rename = "format")]
+    _format: &'a str,
+    #[serde(rename = "version")]
+    _version: u64,
+    #[serde(rename = "type")]
+    task_type: &'a str,
+    n: u32,
+    #[serde(rename = "fast_ms")]
+    _fast_ms: u64,
+    #[serde(rename = "floor_ms")]
+    _floor_ms: u64,
+    #[serde(rename = "calm")]
+    _calm: u32,
     hist: Cow<'a, str>,
-    /// The same, of the solves whose first poll found nothing.
     missed: Cow<'a, str>,
 }
 
 impl fmt::Display for SolveTimes {
-    /// `{"format":"captchaai-engine/solve-times","version":1,"type":..,"n":..,"fast_ms":..,
-    /// "floor_ms":..,"calm":..,"hist":"bucket:weight,..","missed":".."}`: at most 1 KiB (a weight
-    /// is forgotten about 50 observations after it was added, so few buckets hold one).
+    /// `{"format":"captchaai-engine/solve-times","version":2,"type":..,"n":..,
+    /// "seen":"from:to:weight,.."}`: at most 1 KiB (at most 56 intervals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (hist, missed) = (sparse(&self.weights).into(), sparse(&self.missed).into());
+        let mut seen = String::new();
+        for entry in &self.seen {
+            if !seen.is_empty() {
+                seen.push(',');
+            }
+            for (i, value) in [entry.from, entry.to, entry.weight].into_iter().enumerate() {
+                if i > 0 {
+                    seen.push(':');
+                }
+                seen.push_str(itoa::Buffer::new().format(value));
+            }
+        }
         let text = Text {
             format: FORMAT,
             version: VERSION,
             task_type: self.spec.name,
             n: self.observations,
-            fast_ms: self.fast_ms,
-            floor_ms: self.floor_ms,
-            calm: self.calm,
-            hist,
-            missed,
+            seen: seen.into(),
+            poll_cost_ms: Some(self.poll_cost_ms.get()).filter(|&cost| cost != DEFAULT_POLL_COST_MS),
         };
         f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
     }
@@ -383,51 +428,120 @@ impl fmt::Display for SolveTimes {
 impl FromStr for SolveTimes {
     type Err = SolveTimesError;
 
-    /// Reads the text form; every field is checked, so a parsed model behaves as one the engine
-    /// built.
+    /// Reads the text form (version 2, or version 1, converted: [`from_v1`]); every field is
+    /// checked, so a parsed model behaves as one the engine built.
     fn from_str(text: &str) -> Result<SolveTimes, SolveTimesError> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| SolveTimesError::Malformed(e.to_string()))?;
         if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
             return Err(SolveTimesError::Foreign);
         }
-        match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(VERSION) => {}
-            Some(other) => return Err(SolveTimesError::UnsupportedVersion(other)),
-            None => return Err(SolveTimesError::Invalid("missing version".into())),
-        }
         let invalid = |why: String| SolveTimesError::Invalid(why);
-        let read = Text::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
-        let mut model = SolveTimes::new(read.task_type)?;
-        let table = model.spec.initial_wait_ms.max(INITIAL_WAIT_MS.min);
-        if !(INITIAL_WAIT_MS.min..=table).contains(&read.fast_ms) || read.floor_ms > table {
-            return Err(invalid(format!("fast_ms or floor_ms out of range (at most {table})")));
+        let (mut model, seen) = match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(VERSION) => {
+                let read = Text::deserialize(&value).map_err(|e| invalid(e.to_string()))?;
+                let mut model = SolveTimes::new(read.task_type)?;
+                model.observations = read.n;
+                if let Some(cost) = read.poll_cost_ms {
+                    POLL_COST_MS.check(cost).map_err(|e| invalid(e.message))?;
+                    model.poll_cost_ms.set(cost);
+                }
+                let seen = parse_seen(&read.seen, model.horizon())?;
+                (model, seen)
+            }
+            Some(1) => from_v1(&TextV1::deserialize(&value).map_err(|e| invalid(e.to_string()))?)?,
+            Some(other) => return Err(SolveTimesError::UnsupportedVersion(other)),
+            None => return Err(invalid("missing version".into())),
+        };
+        if seen.len() > ADAPTIVE.most_remembered || seen.len() > model.observations as usize {
+            return Err(invalid(format!(
+                "more intervals than observations or than {} ({})",
+                ADAPTIVE.most_remembered,
+                seen.len()
+            )));
         }
-        model.weights = dense(&read.hist)?;
-        model.missed = dense(&read.missed)?;
-        if model.missed.iter().zip(&model.weights).any(|(m, w)| m > w) {
-            return Err(invalid("missed holds more than hist".into()));
-        }
-        model.observations = read.n;
-        model.fast_ms = read.fast_ms;
-        model.floor_ms = read.floor_ms;
-        model.calm = read.calm;
+        model.seen = seen;
+        model.estimate();
         Ok(model)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The intervals of a version-2 text: `from:to:weight` in order, `from < to <= horizon`, each
+/// weight at least an eighth of one observation and at most the steady state of one each time.
+fn parse_seen(text: &str, horizon: u32) -> Result<Vec<Seen>, SolveTimesError> {
+    let most = UNIT.saturating_mul(ADAPTIVE.memory + 1);
+    let mut seen: Vec<Seen> = Vec::new();
+    for entry in text.split(',').filter(|_| !text.is_empty()) {
+        let bad = || {
+            SolveTimesError::Invalid(format!(
+                "interval `{}` is malformed, out of range or order",
+                text::clip(entry, 40)
+            ))
+        };
+        let mut parts = entry.split(':').map(|part| part.parse::<u32>().map_err(|_| bad()));
+        let (Some(from), Some(to), Some(weight), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        let new = Seen { from: from?, to: to?, weight: weight? };
+        let in_order = seen.last().is_none_or(|last| (last.from, last.to) < (new.from, new.to));
+        if new.from >= new.to || new.to > horizon || !(UNIT / 8..=most).contains(&new.weight) || !in_order {
+            return Err(bad());
+        }
+        seen.push(new);
+    }
+    Ok(seen)
+}
 
-    #[test]
-    fn buckets_cover_every_time_in_order() {
-        assert_eq!(bucket(0), 0);
-        assert_eq!(bucket(63_999), 63);
-        assert_eq!(bucket(64_000), 64);
-        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
-        for index in 0..BUCKETS {
-            assert_eq!(bucket(lower_edge_ms(index)), index);
+/// A version-1 model as intervals. Version 1 kept, per bucket (1 s wide below 64 s, then 4 s),
+/// the decayed weight of `L`, the time of the poll before the one that found the answer, for
+/// all solves (`hist`) and for those whose first poll found nothing (`missed`); for an answer
+/// found at the first poll `L` was one interval before it. So a `missed` weight is an interval
+/// from the bucket to one poll interval after it, and the rest of `hist` one from the submit to
+/// the same end. Weights are scaled to this version's unit; the lightest beyond the most
+/// remembered are dropped.
+fn from_v1(read: &TextV1<'_>) -> Result<(SolveTimes, Vec<Seen>), SolveTimesError> {
+    let mut model = SolveTimes::new(read.task_type)?;
+    model.observations = read.n;
+    let (hist, missed) = (v1_weights(&read.hist)?, v1_weights(&read.missed)?);
+    let (horizon, interval) = (model.horizon(), (model.spec.poll_interval_ms / 1_000) as u32);
+    let mut seen: Vec<Seen> = Vec::new();
+    for (index, all) in hist.iter().enumerate().filter(|(_, w)| **w > 0) {
+        let late = missed.get(index).copied().unwrap_or(0).min(*all);
+        let (edge, width) = if index < 64 { (index as u32, 1) } else { (64 + (index as u32 - 64) * 4, 4) };
+        let to = (edge + width + interval).min(horizon);
+        for (from, weight) in [(0, all - late), (edge.min(to - 1), late)] {
+            let weight = weight.saturating_mul(UNIT / 256).min(UNIT * ADAPTIVE.memory);
+            if weight >= UNIT / 8 {
+                match seen.iter_mut().find(|s| (s.from, s.to) == (from, to)) {
+                    Some(same) => same.weight = same.weight.saturating_add(weight).min(UNIT * ADAPTIVE.memory),
+                    None => seen.push(Seen { from, to, weight }),
+                }
+            }
         }
     }
+    while seen.len() > ADAPTIVE.most_remembered {
+        let lightest = (0..seen.len()).min_by_key(|&i| seen[i].weight).unwrap_or(0);
+        seen.remove(lightest);
+    }
+    seen.sort();
+    model.observations = model.observations.max(seen.len() as u32);
+    Ok((model, seen))
+}
+
+/// Version 1's `bucket:weight,..` (128 buckets, in order).
+fn v1_weights(text: &str) -> Result<Vec<u32>, SolveTimesError> {
+    let mut weights = vec![0u32; 128];
+    let mut last = None;
+    for entry in text.split(',').filter(|_| !text.is_empty()) {
+        let bad = || SolveTimesError::Invalid(format!("weight `{}` is malformed", text::clip(entry, 40)));
+        let (index, weight) = entry.split_once(':').ok_or_else(bad)?;
+        let (index, weight) = (index.parse::<usize>().map_err(|_| bad())?, weight.parse::<u32>().map_err(|_| bad())?);
+        if index >= weights.len() || last.is_some_and(|l| index <= l) {
+            return Err(bad());
+        }
+        weights[index] = weight;
+        last = Some(index);
+    }
+    Ok(weights)
 }

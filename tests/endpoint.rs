@@ -268,18 +268,15 @@ fn poll_with((solve, now): &mut (Solve, u64), body: &str) -> Output {
     solve.handle_response(poll.at, poll.id, 200, body.as_bytes()).unwrap()
 }
 
+/// A solution with `answer` (`Solution` is `#[non_exhaustive]`: read from its JSON form, then set).
 fn solved(answer: Answer, user_agent: Option<String>) -> Solution {
-    Solution {
-        answer,
-        user_agent,
-        task_id: Some("7".into()),
-        submitted_at: 0,
-        solved_at: 1,
-        elapsed_ms: 1,
-        polls: 1,
-        attempts: 1,
-        expires_at: None,
-    }
+    let mut solution: Solution = serde_json::from_value(serde_json::json!({
+        "answer": {"text": "t"}, "user_agent": null, "task_id": "7", "submitted_at": 0, "solved_at": 1,
+        "elapsed_ms": 1, "polls": 1, "attempts": 1, "expires_at": null,
+    }))
+    .expect("a solution's JSON form");
+    (solution.answer, solution.user_agent) = (answer, user_agent);
+    solution
 }
 
 fn type_and_answer() -> impl Strategy<Value = (TaskType, Answer)> {

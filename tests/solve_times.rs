@@ -1,39 +1,45 @@
-//! The adaptive polling model, `SolveTimes`: the table applies unchanged under 20 observations,
-//! it learns earlier and later first waits, its text form round-trips and refuses bad input with
-//! a typed error, and no model ever makes a solve poll sooner than 1 s after the submit, polls
-//! less than 5 s apart, or send anything at or after the deadline.
+//! The adaptive polling model, `SolveTimes`: the table applies unchanged under
+//! `SolveTimes::min_observations()` observations; then each solve gets the schedule of least
+//! expected cost (the wait from the answer being ready to the poll that finds it, plus the config's
+//! `poll_cost_ms` per poll), or for a few solves an exploring one; its text form round-trips,
+//! reads version 1 and refuses bad input with a typed error; and no model ever makes a solve poll
+//! sooner than 1 s after the submit, polls less than 5 s apart, or send anything at or after the
+//! deadline.
 
 mod common;
 
 use captchaai_engine::{
-    ApiKey, Config, Output, RequestKind, Solution, Solve, SolveTimes, SolveTimesError, Task, task_types,
+    ApiKey, Config, Output, RequestKind, Schedule, Solution, Solve, SolveTimes, SolveTimesError, Task, task_types,
 };
 use common::{KEY, solution, solution_of_attempts};
 use proptest::prelude::*;
 
 const T0: u64 = 1_700_000_000_000;
+/// Between the creation of one taught solve and the next.
+const SPACING_MS: u64 = 60_000;
 const TURNSTILE: &str = r#"{"type":"turnstile","sitekey":"0x4AAA","pageurl":"https://example.com/login"}"#;
 
-/// Every request a solve sends, as (kind, ms after the start), against a service whose answer
-/// is ready `ready_ms` after the submit; and the solution, if it solved.
+/// Every request a solve created at `start` sends, as (kind, ms after the start), against a
+/// service whose answer is ready `ready_ms` after the submit; and the solution, if it solved.
 fn drive(
     task: &str,
     config: &Config,
     model: Option<&SolveTimes>,
+    start: u64,
     ready_ms: u64,
 ) -> (Vec<(RequestKind, u64)>, Option<Solution>) {
     let task = Task::from_json(task).unwrap();
     let key = ApiKey::new(KEY).unwrap();
     let mut solve = match model {
-        Some(model) => Solve::with_solve_times(task, key, config, model, T0).unwrap(),
-        None => Solve::new(task, key, config, T0).unwrap(),
+        Some(model) => Solve::with_solve_times(task, key, config, model, start).unwrap(),
+        None => Solve::new(task, key, config, start).unwrap(),
     };
     let (mut sent, mut ready_at) = (Vec::new(), u64::MAX);
-    let mut output = solve.poll_output(T0).unwrap();
+    let mut output = solve.poll_output(start).unwrap();
     for _ in 0..1_000 {
         match output {
             Output::Send(request) => {
-                sent.push((request.kind, request.at - T0));
+                sent.push((request.kind, request.at - start));
                 let body = match request.kind {
                     RequestKind::Submit => {
                         ready_at = request.at + ready_ms;
@@ -53,34 +59,57 @@ fn drive(
 
 /// A model that has driven `n` turnstile solves ready after `ready_ms` each.
 fn learned(ready_ms: u64, n: usize) -> SolveTimes {
-    taught(n, |_, _| ready_ms)
+    taught(n, |_| ready_ms)
 }
 
-/// A model that has driven `n` turnstile solves, the `i`th ready `ready_ms(i, model so far)`
-/// after its submit.
-fn taught(n: usize, ready_ms: impl Fn(usize, &SolveTimes) -> u64) -> SolveTimes {
+/// A model that has driven `n` turnstile solves a minute apart (at the default poll cost), the
+/// `i`th ready `ready_ms(i)` after its submit, observing each, as a host does.
+fn taught(n: usize, ready_ms: impl Fn(usize) -> u64) -> SolveTimes {
+    taught_at(n, &Config::default(), ready_ms)
+}
+
+fn taught_at(n: usize, config: &Config, ready_ms: impl Fn(usize) -> u64) -> SolveTimes {
     let mut model = SolveTimes::new("turnstile").unwrap();
     for i in 0..n {
-        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms(i, &model));
+        let start = T0 + i as u64 * SPACING_MS;
+        let (_, solved) = drive(TURNSTILE, config, Some(&model), start, ready_ms(i));
         assert!(model.observe(&solved.unwrap()));
     }
     model
 }
 
-fn first_poll(sent: &[(RequestKind, u64)]) -> u64 {
-    sent.iter().find(|(kind, _)| *kind == RequestKind::Poll).unwrap().1
+/// A creation time at which `model` gives a solve its chosen schedule (not an exploring one).
+fn not_exploring(model: &SolveTimes, config: &Config) -> u64 {
+    (0..1_000)
+        .map(|i| T0 + 7 * i)
+        .find(|&now| model.schedule(config, now).is_some_and(|(this, main)| this == main))
+        .unwrap()
+}
+
+fn polls(sent: &[(RequestKind, u64)]) -> Vec<u64> {
+    sent.iter().filter(|(kind, _)| *kind == RequestKind::Poll).map(|(_, at)| *at).collect()
+}
+
+/// The chosen schedule of `model` at the default poll cost.
+fn main_schedule(model: &SolveTimes) -> Schedule {
+    model.schedule(&Config::default(), T0).unwrap().1
 }
 
 #[test]
-fn under_twenty_observations_the_table_applies_unchanged() {
-    let model = learned(3_000, 19);
-    assert_eq!(model.observations(), 19);
+fn under_the_minimum_of_observations_the_table_applies_unchanged() {
+    let minimum = SolveTimes::min_observations() as usize;
+    assert!(minimum >= 1);
+    let model = learned(3_000, minimum - 1);
+    assert_eq!(model.observations() as usize, minimum - 1);
     assert_eq!(model.first_wait_ms(), None);
+    assert_eq!(model.schedule(&Config::default(), T0), None);
     for ready in [1_000, 12_000, 40_000] {
-        assert_eq!(
-            drive(TURNSTILE, &Config::default(), Some(&model), ready),
-            drive(TURNSTILE, &Config::default(), None, ready)
-        );
+        for start in [T0, T0 + 1, T0 + 99] {
+            assert_eq!(
+                drive(TURNSTILE, &Config::default(), Some(&model), start, ready),
+                drive(TURNSTILE, &Config::default(), None, start, ready)
+            );
+        }
     }
 }
 
@@ -88,9 +117,11 @@ fn under_twenty_observations_the_table_applies_unchanged() {
 fn fast_solves_bring_the_first_poll_forward_without_more_polls() {
     let table = task_types().find(|t| t.name() == "turnstile").unwrap().first_wait_ms();
     let model = learned(4_000, 120);
-    let (sent, solved) = drive(TURNSTILE, &Config::default(), Some(&model), 4_000);
-    assert!(first_poll(&sent) < table, "first poll at {} ms, table {table}", first_poll(&sent));
-    assert!(first_poll(&sent) >= 4_000);
+    let wait = model.first_wait_ms().unwrap();
+    assert!((4_000..table).contains(&wait), "first wait {wait} ms, table {table}");
+    let start = not_exploring(&model, &Config::default());
+    let (sent, solved) = drive(TURNSTILE, &Config::default(), Some(&model), start, 4_000);
+    assert_eq!(polls(&sent), [wait]);
     assert_eq!(solved.unwrap().polls, 1);
 }
 
@@ -98,45 +129,82 @@ fn fast_solves_bring_the_first_poll_forward_without_more_polls() {
 fn slow_solves_push_the_first_poll_back() {
     let table = task_types().find(|t| t.name() == "turnstile").unwrap().first_wait_ms();
     let model = learned(70_000, 60);
-    let (sent, solved) = drive(TURNSTILE, &Config::default(), Some(&model), 70_000);
-    assert!(first_poll(&sent) > table + 30_000, "first poll at {} ms", first_poll(&sent));
-    let (_, fixed) = drive(TURNSTILE, &Config::default(), None, 70_000);
+    let start = not_exploring(&model, &Config::default());
+    let (sent, solved) = drive(TURNSTILE, &Config::default(), Some(&model), start, 70_000);
+    assert!(polls(&sent)[0] > table + 30_000, "first poll at {} ms", polls(&sent)[0]);
+    let (_, fixed) = drive(TURNSTILE, &Config::default(), None, start, 70_000);
     assert!(solved.unwrap().polls < fixed.unwrap().polls);
 }
 
+/// Answers always ready 20.5 s after the submit: the model learns to poll first at 21 s, where
+/// one poll finds every answer half a second after it is ready (it polls at the table's 13 s
+/// and every 5 s before, and explores the seconds around its first poll).
 #[test]
-fn a_later_first_poll_is_one_the_table_makes_and_sees_answers_when_the_table_would() {
-    let turnstile = task_types().find(|t| t.name() == "turnstile").unwrap();
-    let (table, interval) = (turnstile.first_wait_ms(), turnstile.poll_interval_ms());
-    // Solves ready 61-79 s after the submit, in a cycle of 1.3 s steps.
-    let model = taught(200, |n, _| 61_000 + n as u64 * 1_300 % 18_000);
-    let wait = model.first_wait_ms().unwrap();
-    assert!(wait > table + 30_000, "first wait {wait} ms");
-    assert_eq!((wait - table) % interval, 0, "first wait {wait} ms is not a table poll time");
-    for ready in (wait - interval + 1..100_000).step_by(1_700) {
-        let (_, learned) = drive(TURNSTILE, &Config::default(), Some(&model), ready);
-        let (_, fixed) = drive(TURNSTILE, &Config::default(), None, ready);
-        let (learned, fixed) = (learned.unwrap(), fixed.unwrap());
-        assert_eq!(learned.solved_at, fixed.solved_at, "ready after {ready} ms");
-        assert!(learned.polls < fixed.polls);
+fn the_model_learns_the_best_schedule_of_the_family() {
+    for poll_cost_ms in [0, 1_000, 60_000] {
+        let config = Config { poll_cost_ms, ..Config::default() };
+        let model = taught_at(200, &config, |_| 20_500);
+        let (_, main) = model.schedule(&config, T0).unwrap();
+        assert_eq!(main, Schedule { first_wait_ms: 21_000, gap: None }, "at {poll_cost_ms} ms a poll");
     }
 }
 
-/// A later first wait makes the answers ready before the table's poll it replaces wait one
-/// interval longer: with 1 in 20 of them (ready 12 s after the submit, the rest 20 s), the
-/// table's first wait stays; with none, it moves to the table's next poll time.
+/// The price of a poll decides: from the same solves, a dear poll gives a schedule with fewer
+/// expected polls and a free one a schedule with less waiting, measured on those solves.
 #[test]
-fn a_first_wait_moves_later_only_when_few_answers_came_before_it() {
-    let some_early = taught(100, |i, _| if i % 20 == 0 { 12_000 } else { 20_000 });
-    assert_eq!(some_early.first_wait_ms(), Some(13_000));
-    assert_eq!(learned(20_000, 100).first_wait_ms(), Some(18_000));
+fn the_poll_cost_trades_polls_for_waiting() {
+    let spread = |i: usize| 10_000 + (i as u64 * 7_919) % 40_000;
+    let model = taught(300, spread);
+    let interval = 5_000;
+    let measure = |poll_cost_ms: u64| {
+        let config = Config { poll_cost_ms, ..Config::default() };
+        let (_, main) = model.schedule(&config, T0).unwrap();
+        let (mut polls, mut waited) = (0, 0);
+        for i in 0..1_000 {
+            let ready = spread(i);
+            let n = (1..).find(|&n| main.poll_ms(n, interval) >= ready).unwrap();
+            polls += u64::from(n);
+            waited += main.poll_ms(n, interval) - ready;
+        }
+        (polls, waited)
+    };
+    let (free, dear) = (measure(0), measure(60_000));
+    assert!(dear.0 < free.0, "polls: {dear:?} against {free:?}");
+    assert!(free.1 < dear.1, "waiting: {free:?} against {dear:?}");
+    // Out of range: a typed error naming the field.
+    let task = Task::from_json(TURNSTILE).unwrap();
+    let config = Config { poll_cost_ms: 60_001, ..Config::default() };
+    let error = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &config, &model, T0).err().unwrap();
+    assert_eq!((error.code, error.field.as_deref()), ("INVALID_CONFIG", Some("poll_cost_ms")));
+}
+
+/// A few solves explore (a hash of the creation time decides which, so the same time gives the
+/// same schedule): an earlier or later first poll, at most an eighth of the solves.
+#[test]
+fn a_few_solves_explore_and_the_creation_time_decides_which() {
+    let model = taught(200, |i| 10_000 + (i as u64 * 7_919) % 20_000);
+    let config = Config::default();
+    let (mut exploring, mut waits) = (0, std::collections::BTreeSet::new());
+    for i in 0..8_000 {
+        let now = T0 + i * 1_003;
+        let (this, main) = model.schedule(&config, now).unwrap();
+        assert_eq!(model.schedule(&config, now).unwrap().0, this);
+        if this != main {
+            exploring += 1;
+            waits.insert(this.first_wait_ms);
+        }
+    }
+    assert!((1..=1_000).contains(&exploring), "{exploring} of 8,000 explore");
+    let main = main_schedule(&model).first_wait_ms;
+    assert!(waits.iter().any(|&w| w < main) && waits.iter().any(|&w| w > main), "{waits:?} around {main}");
 }
 
 #[test]
 fn the_config_first_wait_wins_and_another_type_is_refused() {
     let model = learned(70_000, 60);
     let config = Config { initial_wait_ms: Some(13_000), ..Config::default() };
-    assert_eq!(first_poll(&drive(TURNSTILE, &config, Some(&model), 70_000).0), 13_000);
+    assert_eq!(polls(&drive(TURNSTILE, &config, Some(&model), T0, 70_000).0)[0], 13_000);
+    assert_eq!(model.schedule(&config, T0), None);
     let other = SolveTimes::new("recaptcha_v2").unwrap();
     let task = Task::from_json(TURNSTILE).unwrap();
     let error = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &other, T0).err().unwrap();
@@ -147,80 +215,41 @@ fn the_config_first_wait_wins_and_another_type_is_refused() {
 fn a_short_deadline_keeps_the_learned_first_wait_before_it() {
     let model = learned(70_000, 60);
     let config = Config { deadline_ms: Some(30_000), ..Config::default() };
-    let (sent, _) = drive(TURNSTILE, &config, Some(&model), 70_000);
-    assert!(sent.iter().all(|(_, at)| *at < 30_000), "{sent:?}");
+    for start in [T0, T0 + 1, T0 + 2] {
+        let (sent, _) = drive(TURNSTILE, &config, Some(&model), start, 70_000);
+        assert!(sent.iter().all(|(_, at)| *at < 30_000), "{sent:?}");
+    }
 }
 
-/// Solves that come in two groups (3 s and 60 s): after a first poll that finds nothing, the
-/// second skips the gap; a snapshot (version 3) keeps it, and the restored solve sends the same.
+/// Solves that come in two groups (3 s and 60 s): after the polls for the early group, one wait
+/// skips the gap; a snapshot (version 3) keeps it, and the restored solve sends the same.
 #[test]
 fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
-    let model = taught(60, |i, _| if i % 2 == 0 { 3_000 } else { 60_000 });
-    let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), 60_000);
-    let polls: Vec<u64> = sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect();
-    assert!(polls[1] - polls[0] > 20_000, "{polls:?}");
-    assert!(polls.windows(2).skip(1).all(|w| w[1] - w[0] == 5_000), "{polls:?}");
+    let model = taught(120, |i| if i % 2 == 0 { 3_000 } else { 60_000 });
+    let gap = main_schedule(&model).gap.expect("a longer wait");
+    assert!(gap.wait_ms > 20_000, "{gap:?}");
+    let start = not_exploring(&model, &Config::default());
+    let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), start, 60_000);
+    let polls = polls(&sent);
+    let after = gap.after_polls as usize;
+    assert_eq!(polls[after] - polls[after - 1], gap.wait_ms, "{polls:?}");
+    assert!(polls.windows(2).enumerate().all(|(i, w)| i + 1 == after || w[1] - w[0] == 5_000), "{polls:?}");
 
     let task = Task::from_json(TURNSTILE).unwrap();
-    let mut solve = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, T0).unwrap();
-    let Output::Send(submit) = solve.poll_output(T0).unwrap() else { panic!() };
-    let Output::Send(first) = solve.handle_response(T0, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap()
-    else {
-        panic!()
-    };
-    let snapshot = solve.snapshot();
-    assert!(snapshot.contains(r#""version":3"#) && snapshot.contains("second_wait_ms"), "{snapshot}");
-    let mut restored = Solve::restore(&snapshot, KEY).unwrap();
-    let a = solve.handle_response(first.at, first.id, 200, b"CAPCHA_NOT_READY").unwrap();
-    let b = restored.handle_response(first.at, first.id, 200, b"CAPCHA_NOT_READY").unwrap();
-    assert_eq!(a, b);
-    let Output::Send(second) = a else { panic!() };
-    assert_eq!(second.at - first.at, polls[1] - polls[0]);
-}
-
-/// Two groups (3 s and 60 s) and a few of the early group's stragglers, ready 2 s after the
-/// first poll: the gap follows a second regular poll, which finds the stragglers (waiting for
-/// the gap would make them wait for the later group); the snapshot keeps where the gap starts.
-#[test]
-fn stragglers_of_an_early_group_are_polled_before_the_gap() {
-    let straggler = |model: &SolveTimes| model.first_wait_ms().unwrap_or(13_000) + 2_000;
-    let model = taught(80, |i, model| match i % 10 {
-        0..=4 => 3_000,
-        5 => straggler(model),
-        _ => 60_000,
-    });
-    let polls = |ready_ms| -> Vec<u64> {
-        let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&model), ready_ms);
-        sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect()
-    };
-    let found = polls(straggler(&model));
-    assert_eq!(found.len(), 2, "the straggler is found one interval after the first poll: {found:?}");
-    assert_eq!(found[1] - found[0], 5_000, "{found:?}");
-    let late = polls(60_000);
-    assert_eq!(late[1] - late[0], 5_000, "{late:?}");
-    assert!(late[2] - late[1] > 20_000, "the gap follows the second poll: {late:?}");
-    assert!(late.windows(2).skip(2).all(|w| w[1] - w[0] == 5_000), "{late:?}");
-
-    let task = Task::from_json(TURNSTILE).unwrap();
-    let mut solve = Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, T0).unwrap();
-    let Output::Send(submit) = solve.poll_output(T0).unwrap() else { panic!() };
-    let mut output = solve.handle_response(T0, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap();
-    for _ in 0..2 {
+    let mut solve =
+        Solve::with_solve_times(task, ApiKey::new(KEY).unwrap(), &Config::default(), &model, start).unwrap();
+    let Output::Send(submit) = solve.poll_output(start).unwrap() else { panic!() };
+    let mut output = solve.handle_response(start, submit.id, 200, br#"{"status":1,"request":"7412"}"#).unwrap();
+    for _ in 0..after {
         let Output::Send(poll) = output else { panic!("{output:?}") };
         let snapshot = solve.snapshot();
-        assert!(snapshot.contains(r#""version":3"#) && snapshot.contains(r#""gap_after_polls":2"#), "{snapshot}");
+        assert!(snapshot.contains(r#""version":3"#) && snapshot.contains("second_wait_ms"), "{snapshot}");
         let mut restored = Solve::restore(&snapshot, KEY).unwrap();
         output = solve.handle_response(poll.at, poll.id, 200, b"CAPCHA_NOT_READY").unwrap();
         assert_eq!(restored.handle_response(poll.at, poll.id, 200, b"CAPCHA_NOT_READY").unwrap(), output);
     }
     let Output::Send(after_gap) = output else { panic!() };
-    assert_eq!(after_gap.at - T0, late[2]);
-    for (from, to) in
-        [(r#""gap_after_polls":2"#, r#""gap_after_polls":1"#), (r#""gap_after_polls":2"#, r#""gap_after_polls":-2"#)]
-    {
-        let broken = solve.snapshot().replace(from, to);
-        assert!(matches!(Solve::restore(&broken, KEY), Err(captchaai_engine::RestoreError::Invalid(_))), "{to}");
-    }
+    assert_eq!(after_gap.at - start, polls[after]);
 }
 
 #[test]
@@ -237,24 +266,45 @@ type Expected = fn(&SolveTimesError) -> bool;
 #[test]
 fn bad_text_is_a_typed_error() {
     let good = learned(8_000, 25).to_string();
+    assert!(good.contains(r#""version":2"#), "{good}");
+    let invalid = |e: &SolveTimesError| matches!(e, SolveTimesError::Invalid(_));
     let cases: Vec<(String, Expected)> = vec![
         ("".into(), |e| matches!(e, SolveTimesError::Malformed(_))),
         ("{\"format\":".into(), |e| matches!(e, SolveTimesError::Malformed(_))),
         ("[1,2]".into(), |e| matches!(e, SolveTimesError::Foreign)),
-        (r#"{"format":"captchaai-engine/solve","version":1}"#.into(), |e| matches!(e, SolveTimesError::Foreign)),
-        (good.replace("\"version\":1", "\"version\":9"), |e| matches!(e, SolveTimesError::UnsupportedVersion(9))),
-        (good.replace("turnstile", "hcaptcha"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"n\":", "\"extra\":1,\"n\":"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"fast_ms\":", "\"fast_ms\":9999999,\"x\":"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"hist\":\"", "\"hist\":\"500:1,"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"hist\":\"", "\"hist\":\"0:0,"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"hist\":\"", "\"hist\":\"x,"), |e| matches!(e, SolveTimesError::Invalid(_))),
-        (good.replace("\"missed\":\"", "\"missed\":\"127:99999,"), |e| matches!(e, SolveTimesError::Invalid(_))),
+        (r#"{"format":"captchaai-engine/solve","version":2}"#.into(), |e| matches!(e, SolveTimesError::Foreign)),
+        (good.replace("\"version\":2", "\"version\":9"), |e| matches!(e, SolveTimesError::UnsupportedVersion(9))),
+        (good.replace("turnstile", "hcaptcha"), invalid),
+        (good.replace("\"n\":", "\"extra\":1,\"n\":"), invalid),
+        (good.replace("\"n\":25", "\"n\":0"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"0:500:1024,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"5:5:1024,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"0:1:0,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"0:1:99999999,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"x,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"0:1,"), invalid),
+        (good.replace("\"seen\":\"", "\"seen\":\"99:100:1024,"), invalid),
     ];
     for (text, expected) in cases {
         let error = text.parse::<SolveTimes>().expect_err(&text);
         assert!(expected(&error), "{text}: {error:?}");
     }
+}
+
+/// Version 1 models (histograms of lower bounds) are read: each remembered lower bound becomes an
+/// interval up to one poll interval after it, from the submit for solves answered at their
+/// first poll; a malformed one is still refused.
+#[test]
+fn a_version_1_model_is_read() {
+    let v1 = r#"{"format":"captchaai-engine/solve-times","version":1,"type":"turnstile","n":40,"fast_ms":13000,"floor_ms":0,"calm":21,"hist":"8:1893,13:1012,43:2149","missed":"13:1012,43:2149"}"#;
+    let model: SolveTimes = v1.parse().unwrap();
+    assert_eq!((model.task_type(), model.observations()), ("turnstile", 40));
+    assert!(model.first_wait_ms().is_some());
+    let text = model.to_string();
+    assert!(text.contains(r#""version":2"#) && text.contains("0:14:") && text.contains("13:19:"), "{text}");
+    assert_eq!(text.parse::<SolveTimes>().unwrap(), model);
+    let broken = v1.replace("\"hist\":\"8:", "\"hist\":\"x:");
+    assert!(matches!(broken.parse::<SolveTimes>(), Err(SolveTimesError::Invalid(_))));
 }
 
 #[test]
@@ -267,10 +317,12 @@ fn a_reloaded_model_makes_the_same_requests() {
         assert_eq!(reloaded, model);
         assert_eq!(reloaded.to_string(), text);
         for probe in [1_000, ready, 50_000] {
-            assert_eq!(
-                drive(TURNSTILE, &Config::default(), Some(&reloaded), probe),
-                drive(TURNSTILE, &Config::default(), Some(&model), probe)
-            );
+            for start in [T0, T0 + 5, T0 + 11] {
+                assert_eq!(
+                    drive(TURNSTILE, &Config::default(), Some(&reloaded), start, probe),
+                    drive(TURNSTILE, &Config::default(), Some(&model), start, probe)
+                );
+            }
         }
     }
 }
@@ -278,21 +330,25 @@ fn a_reloaded_model_makes_the_same_requests() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Whatever it observed, a model never makes a solve poll within 1 s of the submit or two
-    /// polls within 5 s, nor send at or after the deadline; its text stays within 1 KiB, reads
-    /// back equal, and the same model and inputs make the same requests.
+    /// Whatever it observed and whatever a poll costs, a model never makes a solve poll within
+    /// 1 s of the submit or two polls within 5 s, nor send at or after the deadline; its text
+    /// stays within 1 KiB, reads back equal, and the same model and inputs make the same requests.
     #[test]
     fn no_model_polls_too_soon(
         type_index in 0usize..14,
-        seen in prop::collection::vec((0u64..400_000, 0u32..40, 1u32..3), 0..300),
+        seen in prop::collection::vec((0u64..400_000, 0u32..40, 1u32..3, 0u64..1_000_000), 0..300),
         ready in 0u64..150_000,
+        poll_cost_ms in 0u64..=60_000,
+        start in 0u64..1_000_000,
     ) {
         let kind = task_types().nth(type_index % task_types().len()).unwrap();
         let mut model = SolveTimes::new(kind.name()).unwrap();
         let mut turnstile = SolveTimes::new("turnstile").unwrap();
-        for (elapsed, polls, attempts) in seen {
-            model.observe(&solution_of_attempts(elapsed, polls, attempts));
-            turnstile.observe(&solution_of_attempts(elapsed, polls, attempts));
+        for (elapsed, polls, attempts, submitted_at) in seen {
+            let mut observed = solution_of_attempts(elapsed, polls, attempts);
+            observed.submitted_at = submitted_at;
+            model.observe(&observed);
+            turnstile.observe(&observed);
         }
         let text = model.to_string();
         prop_assert!(text.len() <= 1_024, "{} B", text.len());
@@ -300,12 +356,13 @@ proptest! {
         if let Some(wait) = model.first_wait_ms() {
             prop_assert!(wait >= 1_000);
         }
-        let (sent, _) = drive(TURNSTILE, &Config::default(), Some(&turnstile), ready);
-        let polls: Vec<u64> = sent.iter().filter(|(k, _)| *k == RequestKind::Poll).map(|(_, at)| *at).collect();
+        let config = Config { poll_cost_ms, ..Config::default() };
+        let (sent, _) = drive(TURNSTILE, &config, Some(&turnstile), start, ready);
+        let polls = polls(&sent);
         prop_assert!(polls.first().is_none_or(|&first| first >= 1_000));
         prop_assert!(polls.windows(2).all(|w| w[1] - w[0] >= 5_000), "{:?}", polls);
         prop_assert!(sent.iter().all(|(_, at)| *at < 120_000));
-        prop_assert_eq!(drive(TURNSTILE, &Config::default(), Some(&turnstile), ready).0, sent);
+        prop_assert_eq!(drive(TURNSTILE, &config, Some(&turnstile), start, ready).0, sent);
     }
 
     /// Any text either reads as a model or is refused with an error; it never panics.

@@ -50,6 +50,7 @@ impl Default for Config {
             unsolvable_retries: None,
             jitter_seed: None,
             max_jitter_ms: None,
+            poll_cost_ms: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::{FailureClass, FailureOrigin, RequestKind};
+use crate::engine::{FailureClass, FailureOrigin, RequestKind, SolveTimes};
 use crate::kv::Kv;
 use crate::times;
 
@@ -226,7 +226,11 @@ fn render_solve_times(kv: &Kv, out: &mut String) -> anyhow::Result<()> {
             model.task_type, model.observations
         )?;
     }
-    *out += "# HELP captchaai_edge_solve_times_first_wait_seconds The first wait the model gives new solves of the type; absent while the type's table applies (under 20 observations).\n";
+    writeln!(
+        out,
+        "# HELP captchaai_edge_solve_times_first_wait_seconds The first wait the model gives new solves of the type; absent while the type's table applies (under {} observations).",
+        SolveTimes::min_observations()
+    )?;
     *out += "# TYPE captchaai_edge_solve_times_first_wait_seconds gauge\n";
     for model in &models {
         if let Some(ms) = model.first_wait_ms {

@@ -126,6 +126,7 @@ impl Settings {
             unsolvable_retries: None,
             jitter_seed: None,
             max_jitter_ms: None,
+            poll_cost_ms: None,
         };
         // The engine's own check, naming the field: the variable that sets it is the problem.
         engine::check_config(&config).map_err(|failure| {

@@ -32,6 +32,7 @@ fn config_to_wit(c: &captchaai_engine::Config) -> wit::Config {
         unsolvable_retries: Some(c.unsolvable_retries),
         jitter_seed: c.jitter_seed,
         max_jitter_ms: Some(c.max_jitter_ms),
+        poll_cost_ms: Some(c.poll_cost_ms),
     }
 }
 

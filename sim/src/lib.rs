@@ -393,7 +393,9 @@ impl<'a> Sim<'a> {
         let setup = Setup::new(self.o.seed, index, self.o.arrival_gap_ms, self.o.model_rate, self.o.stall_rate);
         let trace = self.o.only.is_some();
         let model = setup.model.map(|shape| self.models.get(setup.ty, shape));
-        let learned_first_wait = model.and_then(SolveTimes::first_wait_ms);
+        // The first wait the model gives this solve (an exploring one for a few creation times).
+        let learned_first_wait =
+            model.and_then(|model| model.schedule(&setup.config, setup.start)).map(|(this, _)| this.first_wait_ms);
         if self.free.is_empty() && self.slots.len() >= 1 << SLOT_BITS {
             let what = format!("over 2^{SLOT_BITS} solves in flight: raise --arrival-gap-ms");
             self.report.violations.push(self.o.violation(index, what));

@@ -345,15 +345,15 @@ vector("solve_times_fast", "a model of 40 Turnstile solves answered in 3-4.5 s: 
 vector("solve_times_slow", "a model of 40 Turnstile solves answered in 30-39 s: the first poll comes after the table's 13 s",
        TURNSTILE, [ok("7441"), ok("0.tok")], solved(2, "0.tok"),
        solve_times_recipe=recipe(TURNSTILE, [30000, 33000, 36000, 39000], 10))
-vector("solve_times_bimodal", "a model of Turnstile solves answered in 4 s or 45 s: after a first poll that finds nothing, "
-       "a second wait over the gap (snapshot version 3, restored before each poll)",
+vector("solve_times_bimodal", "a model of Turnstile solves answered in 3 s or 45 s, a poll worth 1 s (config poll_cost_ms): "
+       "after a first poll that finds nothing, a longer wait over the gap (snapshot version 3, restored before each poll)",
        TURNSTILE, [ok("7442"), not_ready(), ok("0.tok")], solved(3, "0.tok"), restore_before=[1, 2],
-       solve_times_recipe=recipe(TURNSTILE, [4000, 45000], 20))
-vector("solve_times_stragglers", "a model of Turnstile solves answered in 3 s, 15 s (the early group's slowest, after "
-       "the first poll) or 45 s: a second regular poll, then a wait over the gap (snapshot version 3 with "
+       config={"poll_cost_ms": 1000}, solve_times_recipe=recipe(TURNSTILE, [3000, 45000], 30))
+vector("solve_times_stragglers", "a model of Turnstile solves answered in 3 s, 15 s (the early group's slowest) or 45 s: "
+       "regular polls through the early group, then a longer wait over the gap (snapshot version 3 with "
        "gap_after_polls, restored before each poll)",
-       TURNSTILE, [ok("7444"), not_ready(), not_ready(), ok("0.tok")], solved(4, "0.tok"), restore_before=[1, 2, 3],
-       solve_times_recipe=recipe(TURNSTILE, [3000, 3000, 15000, 45000, 45000], 8))
+       TURNSTILE, [ok("7444"), not_ready(), not_ready(), not_ready(), not_ready(), ok("0.tok")], solved(6, "0.tok"),
+       restore_before=[1, 2, 3, 4, 5], solve_times_recipe=recipe(TURNSTILE, [3000, 3000, 15000, 45000, 45000], 8))
 vector("solve_times_other_type", "a model of reCAPTCHA v2 given for a Turnstile task: INVALID_CONFIG naming solve_times",
        TURNSTILE, [], {"outcome": "rejected", "code": "INVALID_CONFIG", "class": "permanent", "field": "solve_times", "sends": 0},
        solve_times_recipe=recipe(RECAPTCHA, [20000], 5))

@@ -399,11 +399,30 @@ pub struct Replay {
 pub fn replay_full<E: Engine>(engine: &mut E, vector: &Vector) -> Replay {
     let mut solution = None;
     let transcript = replay_events(engine, vector, &mut solution);
-    let solve_times_after = vector.solve_times.as_deref().map(|text| match &solution {
-        Some(solution) => engine.observe(text, solution).unwrap_or_else(|e| format!("error: {e}")),
-        None => text.to_owned(),
+    let solve_times_after = vector.solve_times.as_deref().map(|text| {
+        // The model as a host holds it after creating the solve with it (which notes the
+        // solve's poll cost), then observes into.
+        let held = held_after_create(vector, text);
+        match &solution {
+            Some(solution) => engine.observe(&held, solution).unwrap_or_else(|e| format!("error: {e}")),
+            None => held,
+        }
     });
     Replay { transcript, solve_times_after }
+}
+
+/// The text of the model `text` once the vector's solve was created with it (the native
+/// engine's; unchanged when the model, task, key or config is refused).
+fn held_after_create(vector: &Vector, text: &str) -> String {
+    let created = || -> Option<String> {
+        let model: SolveTimes = text.parse().ok()?;
+        let config = Config::from_json(&vector.config.to_string()).ok()?;
+        let task = Task::from_json(&vector.task.to_string()).ok()?;
+        let key = ApiKey::new(&vector.key).ok()?;
+        Solve::with_solve_times(task, key, &config, &model, vector.start_ms).ok()?;
+        Some(model.to_string())
+    };
+    created().unwrap_or_else(|| text.to_owned())
 }
 
 fn replay_events<E: Engine>(engine: &mut E, vector: &Vector, solved: &mut Option<Solution>) -> Vec<Value> {

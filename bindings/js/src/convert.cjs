@@ -7,12 +7,12 @@
  * @typedef {{baseUrl?: string | null, requestTimeoutMs?: number | bigint | null, deadlineMs?: number | bigint | null,
  *   initialWaitMs?: number | bigint | null, pollIntervalMs?: number | bigint | null, maxSubmitRetries?: number | null,
  *   maxPollErrors?: number | null, unsolvableRetries?: number | null, jitterSeed?: number | bigint | null,
- *   maxJitterMs?: number | bigint | null}} Config
+ *   maxJitterMs?: number | bigint | null, pollCostMs?: number | bigint | null}} Config
  * @typedef {{type: string}} Task a task object (the engine validates every field)
  * @typedef {string | number | boolean | null | JsonValue[] | {[key: string]: JsonValue}} JsonValue
  */
 
-const U64_FIELDS = ['requestTimeoutMs', 'deadlineMs', 'initialWaitMs', 'pollIntervalMs', 'jitterSeed', 'maxJitterMs'];
+const U64_FIELDS = ['requestTimeoutMs', 'deadlineMs', 'initialWaitMs', 'pollIntervalMs', 'jitterSeed', 'maxJitterMs', 'pollCostMs'];
 const U32_FIELDS = ['maxSubmitRetries', 'maxPollErrors', 'unsolvableRetries'];
 const CONFIG_FIELDS = new Set(['baseUrl', ...U64_FIELDS, ...U32_FIELDS]);
 

@@ -148,6 +148,12 @@ class EngineHost {
     return Object.fromEntries(this.#timesSaved);
   }
 
+  /** The engine's threshold of observations under which a model changes nothing.
+   * @returns {number} */
+  minObservations() {
+    return this.#call(() => Number(this.#root.engine.SolveTimes.minObservations()));
+  }
+
   /** The first wait each model gives (ms), or null while its type's table applies.
    * @returns {Record<string, number | null>} */
   firstWaits() {

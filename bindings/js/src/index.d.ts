@@ -40,6 +40,10 @@ export interface Config {
   jitterSeed?: number | bigint;
   /** Largest jitter per wait when seeded, 0-10,000 ms; default 1,000. */
   maxJitterMs?: number | bigint;
+  /** What one poll is worth in ms of waiting, 0-60,000; default 250: solves created with a
+   * learned solve-times model poll on the schedule of least expected wait from the answer being
+   * ready to the poll that finds it, plus this per poll. */
+  pollCostMs?: number | bigint;
 }
 
 export interface SolverOptions {
@@ -207,6 +211,10 @@ export declare class Solver {
   /** The learned solve-times models by captcha type, as text (no key or token): give them to a
    * later solver as `options.solveTimes`. */
   solveTimes(): Record<string, string>;
-  /** The first wait (ms) each model gives a new solve of its type; null while its table applies. */
+  /** The first wait (ms) each model gives a new solve of its type at the default poll cost; null
+   * while its table applies (under `minObservations()` solves of the type). */
   firstWaits(): Record<string, number | null>;
+  /** Observations a solve-times model needs before it changes anything (the engine's
+   * `solve-times.min-observations`): under this many, solves of its type keep the type's table. */
+  minObservations(): number;
 }

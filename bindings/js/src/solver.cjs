@@ -145,7 +145,7 @@ class Solver {
   /**
    * @param {string} apiKey the CaptchaAI key (kept inside; never in errors, snapshots or inspect output)
    * @param {Config} [config] `{baseUrl, requestTimeoutMs, deadlineMs, initialWaitMs, pollIntervalMs,
-   *   maxSubmitRetries, maxPollErrors, unsolvableRetries, jitterSeed, maxJitterMs}`
+   *   maxSubmitRetries, maxPollErrors, unsolvableRetries, jitterSeed, maxJitterMs, pollCostMs}`
    * @param {SolverOptions} [options] `{fetch, threads, timeScale, solveTimes}`: a fetch implementation
    *   (default globalThis.fetch), at most `threads` solves in flight at once (default: the plan's
    *   threads, read with one `threadsinfo` request before the first solve), a clock running
@@ -322,10 +322,17 @@ class Solver {
     return this.#host.solveTimes();
   }
 
-  /** The first wait (ms) each model gives a new solve of its type; null while its table applies
-   * (under 20 solves of the type). */
+  /** The first wait (ms) each model gives a new solve of its type at the default poll cost; null
+   * while its table applies (under `minObservations()` solves of the type). */
   firstWaits() {
     return this.#host.firstWaits();
+  }
+
+  /** Observations a solve-times model needs before it changes anything (the engine's
+   * `solve-times.min-observations`): under this many, solves of its type keep the type's table.
+   * @returns {number} */
+  minObservations() {
+    return this.#host.minObservations();
   }
 
   /** `{capacity, running, queued}` of the thread budget; null until the plan's threads are read.

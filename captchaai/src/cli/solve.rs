@@ -47,8 +47,8 @@ impl EngineArgs {
         Runner::new(host, options)
     }
 
-    fn config(&self, deadline_ms: Option<u64>) -> Config {
-        Config { base_url: self.base_url.clone(), deadline_ms, ..Config::default() }
+    fn config(&self, deadline_ms: Option<u64>, poll_cost_ms: Option<u64>) -> Config {
+        Config { base_url: self.base_url.clone(), deadline_ms, poll_cost_ms, ..Config::default() }
     }
 }
 
@@ -98,6 +98,10 @@ pub struct SolveArgs {
     /// Overall deadline per solve, ms (default: per type).
     #[arg(long)]
     pub deadline_ms: Option<u64>,
+    /// What one poll is worth in ms of waiting, to adaptive polling (0 to 60000; default: the
+    /// engine's, 250). The engine checks the range.
+    #[arg(long)]
+    pub poll_cost_ms: Option<u64>,
     /// Adaptive polling's learned solve times: loaded at the start when FILE exists (a JSON
     /// object, captcha type -> the engine's solve-times model text), saved there at the end.
     #[arg(long, value_name = "FILE")]
@@ -116,7 +120,7 @@ pub struct ThreadsArgs {
 pub async fn threads(args: ThreadsArgs) -> Result<()> {
     let key = api_key()?;
     let runner = args.engine.runner()?;
-    match runner.threads_info(&key, &args.engine.config(None)).await? {
+    match runner.threads_info(&key, &args.engine.config(None, None)).await? {
         Ok(info) => {
             println!("plan threads: {}, busy: {}, free: {}", info.threads, info.working_threads, info.free);
             Ok(())
@@ -161,7 +165,7 @@ fn task_from_flags(captcha_type: &str, fields: &[String]) -> Result<String> {
 /// batch: `ok<TAB>answer` or `error<TAB>code<TAB>class<TAB>message`).
 pub async fn solve(args: SolveArgs) -> Result<()> {
     let key = api_key()?;
-    let config = args.engine.config(args.deadline_ms);
+    let config = args.engine.config(args.deadline_ms, args.poll_cost_ms);
     let tasks: Vec<String> = match (&args.task, &args.captcha_type, &args.batch) {
         (Some(task), _, _) => vec![task.clone()],
         (None, Some(kind), _) => vec![task_from_flags(kind, &args.fields)?],

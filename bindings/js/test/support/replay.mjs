@@ -21,6 +21,7 @@ const CONFIG_FIELDS = {
   unsolvable_retries: 'unsolvableRetries',
   jitter_seed: 'jitterSeed',
   max_jitter_ms: 'maxJitterMs',
+  poll_cost_ms: 'pollCostMs',
 };
 const U32 = new Set(['maxSubmitRetries', 'maxPollErrors', 'unsolvableRetries']);
 

@@ -55,6 +55,7 @@ FUNCTIONS = {
         "[method]solve-times.observations",
         "[method]solve-times.observe",
         "[method]solve-times.first-wait-ms",
+        "[static]solve-times.min-observations",
         "is-fresh",
         "solution-json",
     ),

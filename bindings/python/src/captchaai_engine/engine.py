@@ -136,6 +136,13 @@ class SolveTimes:
     def __repr__(self) -> str:
         return f"SolveTimes(task_type={self.task_type!r})"
 
+    @staticmethod
+    def min_observations() -> int:
+        """Observations a model needs before it changes anything (the engine's
+        ``solve-times.min-observations``): under this many, solves of its type keep the type's
+        table."""
+        return _component.call_shared("[static]solve-times.min-observations")
+
 
 class Engine:
     """One instance of the engine component. Every method is a single engine call."""

@@ -9,9 +9,10 @@ if the engine instance traps it is replaced and the solves continue from their c
 
 Adaptive polling: each solver keeps one solve-times model per captcha type (the engine's
 ``solve-times``), learns from every solved solve and creates new solves of that type with it, so
-the first poll moves toward when that type's answers arrive (the table applies until 20 solves
-of the type). ``solver.solve_times()`` gives the models' text forms to save; a later solver
-continues from them with ``solve_times=``.
+they poll on the schedule of least expected cost for the config's ``poll_cost_ms`` (the table
+applies until ``SolveTimes.min_observations()`` solves of the type, the engine's threshold).
+``solver.solve_times()`` gives the models' text forms to save; a later solver continues from
+them with ``solve_times=``.
 
 Thread budget: at most ``threads`` solves of one solver are in flight at once; the others wait,
 in arrival order, before their solve is created (so their deadline does not run while they
@@ -327,8 +328,9 @@ class _Base:
         return self._core.solve_times()
 
     def first_waits(self) -> dict[str, int | None]:
-        """The first wait (ms) each learned model gives a new solve of its type; None while that
-        type's table applies (under 20 solves)."""
+        """The first wait (ms) each learned model gives a new solve of its type at the default poll
+        cost; None while that type's table applies (under ``SolveTimes.min_observations()``
+        solves)."""
         return self._core.first_waits()
 
     @property
