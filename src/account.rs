@@ -24,6 +24,11 @@ pub struct ThreadsInfo {
 }
 
 impl ThreadsInfo {
+    /// A plan of `threads` with `working_threads` busy (a host rendering its own share of a plan).
+    pub const fn new(threads: u64, working_threads: u64) -> ThreadsInfo {
+        ThreadsInfo { threads, working_threads }
+    }
+
     /// Threads free right now.
     pub fn free(&self) -> u64 {
         self.threads.saturating_sub(self.working_threads)

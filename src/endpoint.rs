@@ -673,7 +673,10 @@ pub fn report_request(
     }
     let asked = if good { Asked::ReportGood } else { Asked::ReportBad };
     let (action, id_param) = (own_name(EndpointParam::Action), own_name(EndpointParam::Id));
-    let body = http::FormWriter::new(key, 48).pair(action, registry::action_name(asked)).pair(id_param, id).finish();
+    let body = http::FormWriter::new(&http::KeySlot::Key(key.clone()), 48)
+        .pair(action, registry::action_name(asked))
+        .pair(id_param, id)
+        .finish();
     let url = endpoint_url(base, "/res.php");
     Ok(HttpRequest::form(0, RequestKind::Report, 0, url, body, config.request_timeout_ms))
 }

@@ -32,6 +32,12 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A failure with `code`, `class` and `message`, and no retry time, field or task id (a host
+    /// rendering a failure of its own, for example).
+    pub fn new(code: impl Into<String>, class: Class, message: impl Into<String>) -> Failure {
+        Failure { code: code.into(), class, message: message.into(), retry_after_ms: None, field: None, task_id: None }
+    }
+
     /// Where the failure comes from (from the code table).
     pub fn origin(&self) -> Origin {
         codes::origin(&self.code)

@@ -83,6 +83,7 @@ fn value(kind: FieldKind) -> BoxedStrategy<Value> {
         FieldKind::Upload { modes } => proptest::sample::select(modes).prop_map(Value::from).boxed(),
         // Synchronous tasks go to solve.php, never through in.php.
         FieldKind::Sync => Just(Value::from(false)).boxed(),
+        other => panic!("a field kind this test does not generate: {other:?}"),
     }
 }
 
@@ -231,6 +232,7 @@ fn answer(shape: AnswerShape) -> BoxedStrategy<Answer> {
                 })
                 .boxed()
         }
+        other => panic!("an answer shape this test does not generate: {other:?}"),
     }
 }
 
@@ -331,7 +333,7 @@ proptest! {
         json in any::<bool>(),
     ) {
         let format = ReplyFormat { json, cors: false };
-        let failure = Failure { code: code.to_owned(), class: Class::Permanent, message, retry_after_ms: None, field: None, task_id: None };
+        let failure = Failure::new(code, Class::Permanent, message);
         let reply = endpoint::render_state(format, "turnstile", SolveState::Failed(&failure));
         let client = if json {
             serde_json::from_str::<Value>(&reply.body).unwrap()["request"].as_str().unwrap().to_owned()
@@ -349,7 +351,7 @@ proptest! {
     fn rendered_threads_and_balances_read_back(threads in 0u64..10_000, working in 0u64..10_000, cents in -100_000_000_000i64..100_000_000_000, json in any::<bool>()) {
         let format = ReplyFormat { json, cors: false };
         let balance = cents as f64 / 100.0;
-        let info = ThreadsInfo { threads, working_threads: working };
+        let info = ThreadsInfo::new(threads, working);
         let reply = endpoint::render_threads(format, &info);
         prop_assert_eq!(account::parse_threads_info(200, reply.body.as_bytes()), Ok(info));
         let reply = endpoint::render_balance(format, balance);
@@ -407,14 +409,7 @@ fn every_code_the_endpoint_answers_is_a_wire_code() {
         assert_ne!(row.source(), captchaai_engine::Source::Engine, "{code}");
     }
     for code in codes() {
-        let failure = Failure {
-            code: code.code().to_owned(),
-            class: code.class(),
-            message: String::new(),
-            retry_after_ms: None,
-            field: None,
-            task_id: None,
-        };
+        let failure = Failure::new(code.code(), code.class(), "");
         let client = endpoint::render_failure(ReplyFormat::default(), &failure).body;
         let row = codes().find(|c| c.code() == client).unwrap_or_else(|| panic!("{} -> {client}", code.code()));
         assert_ne!(row.source(), captchaai_engine::Source::Engine, "{} -> {client}", code.code());

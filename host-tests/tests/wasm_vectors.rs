@@ -270,11 +270,13 @@ fn failure_to_wit(f: &Failure) -> wit::Failure {
         Class::Permanent => wit::FailureClass::Permanent,
         Class::Transient => wit::FailureClass::Transient,
         Class::Unsolvable => wit::FailureClass::Unsolvable,
+        other => unreachable!("a class the WIT does not have: {other:?}"),
     };
     let origin = match f.origin() {
         Origin::Input => wit::FailureOrigin::Input,
         Origin::Service => wit::FailureOrigin::Service,
         Origin::NoAnswer => wit::FailureOrigin::NoAnswer,
+        other => unreachable!("an origin the WIT does not have: {other:?}"),
     };
     wit::Failure {
         code: f.code.clone(),
@@ -432,6 +434,7 @@ impl ep::EndpointHost for WasmEndpoint {
             Err(TransportError::Timeout) => Err(wit::TransportError::Timeout),
             Err(TransportError::Connect) => Err(wit::TransportError::Connect),
             Err(TransportError::Broken) => Err(wit::TransportError::Broken),
+            Err(other) => unreachable!("a transport error the WIT does not have: {other:?}"),
         };
         self.0.parse_report(&reply).expect("no trap").map_err(failure)
     }

@@ -383,7 +383,7 @@ pub fn run_case<H: EndpointHost>(host: &mut H, call: &Call) -> Value {
             json!({"reply": reply_json(&host.render_states((*format).into(), &states))})
         }
         Call::Threads { format, threads, working_threads } => {
-            let info = ThreadsInfo { threads: *threads, working_threads: *working_threads };
+            let info = ThreadsInfo::new(*threads, *working_threads);
             json!({"reply": reply_json(&host.render_threads((*format).into(), info))})
         }
         Call::Balance { format, balance } => {
