@@ -329,6 +329,7 @@ fn kind_from_wit(kind: wit::RequestKind) -> RequestKind {
         wit::RequestKind::Poll => RequestKind::Poll,
         wit::RequestKind::ThreadsInfo => RequestKind::ThreadsInfo,
         wit::RequestKind::Balance => RequestKind::Balance,
+        wit::RequestKind::Report => RequestKind::Report,
     }
 }
 
