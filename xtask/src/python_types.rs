@@ -115,7 +115,7 @@ fn python_type(field: TaskField) -> &'static str {
         FieldKind::Score { .. } => "float",
         FieldKind::Int { .. } => "int",
         FieldKind::Image(_) => "Image",
-        FieldKind::Images { .. } => "List[Image]",
+        FieldKind::Images { .. } => "list[Image]",
         other => crate::untaught(other, "python_types"),
     }
 }
@@ -273,8 +273,8 @@ fn docstring(out: &mut String, indent: &str, paragraphs: &[String]) {
 fn field_line(out: &mut String, field: TaskField, optional: bool) {
     let ty = python_type(field);
     let line = match (optional, hidden(field)) {
-        (true, true) => format!("    {}: Optional[{ty}] = field(default=None, repr=False)", field.name()),
-        (true, false) => format!("    {}: Optional[{ty}] = None", field.name()),
+        (true, true) => format!("    {}: {ty} | None = field(default=None, repr=False)", field.name()),
+        (true, false) => format!("    {}: {ty} | None = None", field.name()),
         (false, true) => format!("    {}: {ty} = field(repr=False)", field.name()),
         (false, false) => format!("    {}: {ty}", field.name()),
     };
@@ -297,7 +297,7 @@ naming the field, before anything is sent. ``extra`` passes further parameters t
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import Any, ClassVar
 
 from ._task_base import Image, TaskBase, TaskLike, task_json, task_type
 "#;
@@ -322,7 +322,7 @@ pub fn render() -> String {
     let extra = types.first().map(|t| t.extra());
     out.push_str("\n\n@dataclass(frozen=True, repr=False)\nclass Task(TaskBase):\n");
     docstring(&mut out, "    ", &["Base class of every task: ``type`` is the engine's type name.".to_owned()]);
-    out.push_str("\n    type: ClassVar[str] = \"\"\n    _: KW_ONLY\n    extra: Optional[Dict[str, Any]] = None\n");
+    out.push_str("\n    type: ClassVar[str] = \"\"\n    _: KW_ONLY\n    extra: dict[str, Any] | None = None\n");
     if let Some(extra) = extra {
         let mut engine_own: Vec<&str> = extra.engine_params.to_vec();
         engine_own.push(extra.file_param);
@@ -387,7 +387,7 @@ pub fn render() -> String {
         let target = types.iter().find(|t| t.name() == *target).map(|t| class_name(*t)).unwrap_or_default();
         let _ = writeln!(out, "{alias} = {target}");
     }
-    out.push_str("\nTASK_TYPES: Dict[str, type] = {\n");
+    out.push_str("\nTASK_TYPES: dict[str, type] = {\n");
     for task_type in &types {
         let _ = writeln!(out, "    \"{}\": {},", task_type.name(), class_name(*task_type));
     }
@@ -418,7 +418,7 @@ mod tests {
             assert_eq!(module.matches(&format!("    {name}: ")).count(), 1, "{name}");
         }
         // Optional proxies are shared; the types that need one declare it as required.
-        assert_eq!(module.matches("    proxy: Optional[str]").count(), 1);
+        assert_eq!(module.matches("    proxy: str | None").count(), 1);
     }
 
     #[test]
