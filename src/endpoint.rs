@@ -638,7 +638,7 @@ pub fn render_reported(format: ReplyFormat) -> Reply {
 }
 
 /// The reply for a solve, account call or report that failed: its code as a client of CaptchaAI
-/// knows it ([`codes::CLIENT_CODES`]) and, with `json=1`, its message as `error_text` (no run of
+/// knows it (the code table's client codes) and, with `json=1`, its message as `error_text` (no run of
 /// letters and digits as long as a key).
 pub fn render_failure(format: ReplyFormat, failure: &Failure) -> Reply {
     let message = text::redact_key_shaped(Cow::Borrowed(&failure.message));

@@ -428,7 +428,7 @@ impl fmt::Display for SolveTimes {
 impl FromStr for SolveTimes {
     type Err = SolveTimesError;
 
-    /// Reads the text form (version 2, or version 1, converted: [`from_v1`]); every field is
+    /// Reads the text form (version 2, or version 1, converted); every field is
     /// checked, so a parsed model behaves as one the engine built.
     fn from_str(text: &str) -> Result<SolveTimes, SolveTimesError> {
         let value: serde_json::Value =
