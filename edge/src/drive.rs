@@ -75,7 +75,10 @@ pub async fn run(
             Output::Send(request) => request,
         };
         let now = now_ms();
-        if request.at > wait_until || (sent && now >= wait_until) {
+        // Due already counts as due by `wait_until`: a request the engine makes due at the time
+        // it is asked (the last poll after the deadline) is later than a `wait=0` caller's
+        // `wait_until` by the time it takes to ask.
+        if (request.at > wait_until && request.at > now) || (sent && now >= wait_until) {
             return Ok(Progress::Pending { retry_after_ms: request.at.saturating_sub(now), due: Some(request.at) });
         }
         sleep_until(request.at).await;

@@ -266,3 +266,33 @@ async fn a_queued_solve_ends_at_its_deadline() {
     let submits = emulator.requests().iter().filter(|r| r.path == "/in.php").count();
     assert_eq!(submits, 1, "only the holder reached CaptchaAI");
 }
+
+/// A solve nobody asked about until after its deadline (a client that went away, a store that
+/// stalled every request past it) makes one last poll when it is next resumed, and keeps the
+/// answer CaptchaAI had: the token is still within its lifetime (Turnstile: 300 s from the
+/// submit), so the paid solve is not thrown away. Nothing is submitted again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_solve_resumed_past_its_deadline_keeps_the_answer() {
+    let emulator = Emulator::start(EmulatorConfig::default().with_account(KEY, 5).with_solve_time(
+        CaptchaKind::Turnstile,
+        1_000,
+        1_000,
+    ))
+    .await
+    .unwrap();
+    let edge = Edge::start(false, &emulator, &[("solve_deadline_ms", "20000")], KvBackend::Memory).await;
+    let (status, accepted) = call(&edge, "POST", "/v1/solve?wait=0", Some(turnstile())).await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap().to_owned();
+    let submits = || emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    support::wait::until("the submit", async || submits() == 1).await;
+    // Nobody asks until the 20 s deadline has passed: this wait is the scenario, not a guess.
+    tokio::time::sleep(Duration::from_millis(21_000)).await;
+    let polls_before = emulator.requests().iter().filter(|r| r.path == "/res.php").count();
+    let (status, body) = call(&edge, "GET", &format!("/v1/solve/{id}?wait=0"), None).await;
+    assert_eq!(status, 200, "the last poll after the deadline saved the answer: {body}");
+    assert!(body["answer"].is_string(), "{body}");
+    let polls_after = emulator.requests().iter().filter(|r| r.path == "/res.php").count();
+    assert_eq!(polls_after - polls_before, 1, "one last poll");
+    assert_eq!(submits(), 1, "nothing submitted again");
+}

@@ -16,9 +16,11 @@
 //!   `LD_PRELOAD` shim this benchmark builds with `cc` (benches/load/nodelay.c): Spin without
 //!   that stall, as a one-line fix in Spin would make it.
 //! - `spin-nginx`: the same Spin behind nginx with deploy/nginx.conf (only its `listen`,
-//!   `server` and log path changed), wrk talking to nginx.
-//! - `spin-nginx-fresh`: the same without the upstream `keepalive`: nginx opens a connection
-//!   to Spin for each request (a new connection acknowledges at once, so nothing stalls).
+//!   `server` and log path changed), wrk talking to nginx. The shipped file keeps no upstream
+//!   connections: nginx opens one to Spin per request (a new connection acknowledges at once, so
+//!   nothing stalls).
+//! - `spin-nginx-keepalive`: the same with `keepalive 32;` added to the upstream block: nginx
+//!   reuses its connections to Spin, and the stall comes back.
 //! - `serve`: the bundled host (`captchaai_serve`) in this process (this binary's build profile).
 //! - `serve-bin=PATH`: a `captchaai-serve` binary as a child process, to compare builds of it.
 //!
@@ -59,7 +61,7 @@ struct Args {
     /// first poll is due, 26 s after their submit).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10))]
     duration: u64,
-    /// Runtimes to measure: spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve,
+    /// Runtimes to measure: spin, spin-nodelay, spin-nginx, spin-nginx-keepalive, serve,
     /// serve-bin=PATH (see above).
     #[arg(long, value_delimiter = ',', default_value = "spin,serve", value_parser = Runtime::parse)]
     runtime: Vec<Runtime>,
@@ -80,7 +82,7 @@ enum Runtime {
     Spin,
     SpinNodelay,
     SpinNginx,
-    SpinNginxFresh,
+    SpinNginxKeepalive,
     Serve,
     ServeBin(PathBuf),
 }
@@ -324,7 +326,7 @@ impl Host {
         };
         let mut nginx = None;
         let (process, server, url) = match launch.runtime {
-            Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh => {
+            Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxKeepalive => {
                 let mut command = Command::new(launch.spin.context("no Spin CLI")?);
                 command.args(["up", "--quiet", "--from"]).arg(&manifest);
                 if *launch.runtime == Runtime::SpinNodelay {
@@ -332,8 +334,8 @@ impl Host {
                 }
                 let process = child(command, "spin up")?;
                 let mut url = format!("http://{address}");
-                if matches!(launch.runtime, Runtime::SpinNginx | Runtime::SpinNginxFresh) {
-                    let keepalive = *launch.runtime == Runtime::SpinNginx;
+                if matches!(launch.runtime, Runtime::SpinNginx | Runtime::SpinNginxKeepalive) {
+                    let keepalive = *launch.runtime == Runtime::SpinNginxKeepalive;
                     let proxy = Nginx::start(&address.to_string(), keepalive, &state_dir.join("nginx"))?;
                     url = proxy.url.clone();
                     nginx = Some(proxy);
@@ -416,7 +418,7 @@ fn manifest_with_source(manifest: &Path, component: &Path, dir: &Path) -> Result
 }
 
 /// nginx in front of `backend` with deploy/nginx.conf: only its `listen`, upstream `server`
-/// and access log path are changed (and, unless `keepalive`, its upstream `keepalive` line
+/// and access log path are changed (and, with `keepalive`, `keepalive 32;` added to its upstream
 /// removed). Stopped on drop.
 struct Nginx {
     url: String,
@@ -431,11 +433,10 @@ impl Nginx {
         let mut conf = shipped.clone();
         let edits = [
             ("listen 8080;".to_owned(), format!("listen 127.0.0.1:{port};")),
-            ("server 127.0.0.1:3000;".to_owned(), format!("server {backend};")),
             ("/var/log/nginx/captchaai-edge.access.log".to_owned(), dir.join("access.log").display().to_string()),
             (
-                "    keepalive 32;\n".to_owned(),
-                if keepalive { "    keepalive 32;\n".to_owned() } else { String::new() },
+                "    server 127.0.0.1:3000;\n".to_owned(),
+                format!("    server {backend};\n{}", if keepalive { "    keepalive 32;\n" } else { "" }),
             ),
         ];
         for (from, to) in edits {
@@ -599,19 +600,21 @@ impl Runtime {
             "spin" => Runtime::Spin,
             "spin-nodelay" => Runtime::SpinNodelay,
             "spin-nginx" => Runtime::SpinNginx,
-            "spin-nginx-fresh" => Runtime::SpinNginxFresh,
+            "spin-nginx-keepalive" => Runtime::SpinNginxKeepalive,
             "serve" => Runtime::Serve,
             _ => match text.strip_prefix("serve-bin=") {
                 Some(path) if !path.is_empty() => Runtime::ServeBin(PathBuf::from(path)),
                 _ => {
-                    return Err("one of spin, spin-nodelay, spin-nginx, spin-nginx-fresh, serve, serve-bin=PATH".into());
+                    return Err(
+                        "one of spin, spin-nodelay, spin-nginx, spin-nginx-keepalive, serve, serve-bin=PATH".into()
+                    );
                 }
             },
         })
     }
 
     fn is_spin(&self) -> bool {
-        matches!(self, Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxFresh)
+        matches!(self, Runtime::Spin | Runtime::SpinNodelay | Runtime::SpinNginx | Runtime::SpinNginxKeepalive)
     }
 
     fn name(&self) -> String {
@@ -619,7 +622,7 @@ impl Runtime {
             Runtime::Spin => "Spin 4.1".into(),
             Runtime::SpinNodelay => "Spin 4.1 + TCP_NODELAY shim".into(),
             Runtime::SpinNginx => "nginx (deploy/nginx.conf) + Spin 4.1".into(),
-            Runtime::SpinNginxFresh => "nginx (deploy/nginx.conf, no upstream keepalive) + Spin 4.1".into(),
+            Runtime::SpinNginxKeepalive => "nginx (deploy/nginx.conf with upstream keepalive) + Spin 4.1".into(),
             Runtime::Serve => "bundled host".into(),
             Runtime::ServeBin(path) => format!("captchaai-serve {}", path.display()),
         }
