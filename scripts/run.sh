@@ -56,12 +56,16 @@ fi
 
 step "building the engine component, the edge app and the hello component"
 build_all
-if [ -z "$SPIN" ]; then
-  step "building the bundled Spin host (release; the first build takes a few minutes)"
-  cargo build --release -p captchaai-serve
+# The bundled host (when there is no Spin) and the emulator, in one build of the `local` profile
+# (Cargo.toml: release at opt-level 2, a fifth less build time than release at the same speed).
+hosts=()
+[ -n "$SPIN" ] || hosts+=(-p captchaai-serve)
+[ -n "${CAPTCHAAI_EMULATOR:-}" ] || hosts+=(-p captchaai-emulator)
+if [ ${#hosts[@]} -gt 0 ]; then
+  step "building ${hosts[*]//-p /} (the first build takes a few minutes)"
+  cargo build --profile local "${hosts[@]}"
 fi
-step "the emulator"
-EMULATOR_BIN="$(bash scripts/emulator.sh)"   # $CAPTCHAAI_EMULATOR, else its release build
+EMULATOR_BIN="${CAPTCHAAI_EMULATOR:-$PWD/target/local/captchaai-emulator}"
 
 PORT="${PORT:-3000}"
 if [ -n "${CAPTCHAAI_KEY:-}" ] && [ -n "${CAPTCHAAI_BASE_URL:-}" ]; then
@@ -98,7 +102,7 @@ if [ -n "$SPIN" ]; then
   "$SPIN" up --from spin.toml --listen "127.0.0.1:$PORT" "${STORE_ARGS[@]}" &
 else
   step "starting the edge app under the bundled Spin host (captchaai-serve; no Spin 4.1+ found: set SPIN_BIN to use one) on http://127.0.0.1:$PORT (key-value store: $STORE_TEXT)"
-  target/release/captchaai-serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
+  target/local/captchaai-serve --manifest spin.toml --listen "127.0.0.1:$PORT" \
     "${STORE_ARGS[@]}" --cache-dir target/component-cache &
 fi
 SERVE_PID=$!
