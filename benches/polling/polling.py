@@ -21,10 +21,12 @@ and `--generated N` mixes nobody picked, drawn from `--gen-seed`: per type a uni
 triangular, lognormal or two-mode distribution with parameters drawn log-uniformly across
 0.3-150 s (at most the type's deadline less one poll interval and a second). None is measured
 on the live service. It ends with issue 35's goal checks and the engine-cost numbers
-(`polling-bench cost`), and exits 1 when a goal check fails.
+(`polling-bench cost`), and exits 1 when a goal check fails; with `--gate FILE`, instead when a
+check fails the bound FILE's `guards` give it (scripts/test.sh's short run: short-run-guards.json).
 
 Usage: benches/polling/run.sh [--mixes FILE] [--generated N] [--gen-seed S] [--seed S]
        [--solves N] [--warmup N] [--shift BEFORE AFTER] [--costs C,C,..] [--shifts-per-mix K]
+       [--gate FILE]
 (prints Markdown tables, the goal checks and the engine-cost numbers)
 """
 
@@ -349,6 +351,8 @@ def main() -> int:
     ap.add_argument("--shifts-per-mix", type=int, default=1,
                     help="shifts from each generated mix (to the next ones, in order)")  # fmt: skip
     ap.add_argument("--engine", type=Path, required=True, help="the polling-bench binary")
+    ap.add_argument("--gate", type=Path,
+                    help="exit 1 only when a check fails the bound this JSON file's `guards` give it (instead of its goal)")  # fmt: skip
     args = ap.parse_args()
 
     shipped = {k: v for k, v in json.loads(args.mixes.read_text()).items() if not k.startswith("_")}
@@ -420,14 +424,12 @@ def main() -> int:
     def stats(rows: list) -> dict:
         return summarise(seconds(rows))
 
-    failures: list[str] = []
-    checks = 0
+    # Goal checks: (key, measured value, the goal's bound, whether the value must be at least the
+    # bound (else at most), what it says). `--gate FILE` holds each key to the file's bound instead.
+    checks: list[tuple[str, float, float, bool, str]] = []
 
-    def check(ok: bool, what: str) -> None:
-        nonlocal checks
-        checks += 1
-        if not ok:
-            failures.append(what)
+    def check(key: str, value: float, goal: float, what: str, at_least: bool = False) -> None:
+        checks.append((key, value, goal, at_least, what))
 
     # Per (mix, type): every schedule's polls, delay and cost at each price.
     results = {}
@@ -477,14 +479,15 @@ def main() -> int:
               f"{len(all_three)} ({share:.1%}) | {median:+.1%} | {quantile(list(ratios.values()), 0.9):+.1%} | "
               f"{ratios[worst]:+.0%} ({worst[0]}/{worst[1]}) |")  # fmt: skip
         losers = [f"{m}/{t}" for m, t in pairs if (m, t) not in all_three]
-        check(share >= GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
-              f"on {share:.1%} of pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}")  # fmt: skip
-        check(median <= GOAL_ORACLE, f"c = {c:g} s: adaptive costs {median:+.1%} over the oracle on the median pair")
+        check(f"share@{c:g}", share, GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
+              f"on {share:.1%} of pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}",
+              at_least=True)  # fmt: skip
+        check(f"oracle@{c:g}", median, GOAL_ORACLE, f"c = {c:g} s: adaptive costs {median:+.1%} over the oracle on the median pair (goal ≤ {GOAL_ORACLE:+.0%})")
     extra = list(explore.values())
     print(f"\nExploration at c = {default_c:g} s: exploring solves add {statistics.fmean(extra):+.2%} polls over the chosen "
           f"schedules' on the mean pair ({quantile(extra, 0.5):+.2%} median, {quantile(extra, 0.95):+.2%} p95, "
           f"{max(extra):+.2%} most).\n")  # fmt: skip
-    check(statistics.fmean(extra) <= GOAL_EXPLORE, f"exploration adds {statistics.fmean(extra):+.2%} polls on the mean pair")
+    check("explore", statistics.fmean(extra), GOAL_EXPLORE, f"exploration adds {statistics.fmean(extra):+.2%} polls on the mean pair (goal ≤ {GOAL_EXPLORE:+.0%})")
 
     cell = lambda r: f"{r['polls']:.2f}, {r['delay']:.2f} s"  # noqa: E731
     for m in shipped:
@@ -505,7 +508,7 @@ def main() -> int:
             if m == "modelled":
                 a, f = r[("adaptive", default_c)], r["fixed"]
                 dp, dd = rel(a["polls"], f["polls"]), rel(a["delay"], f["delay"])
-                check(dp <= GOAL_NEAR and dd <= GOAL_NEAR, f"{m}/{t} at the default c: {dp:+.1%} polls, {dd:+.1%} delay "
+                check(f"{m}/{t}", max(dp, dd), GOAL_NEAR, f"{m}/{t} at the default c: {dp:+.1%} polls, {dd:+.1%} delay "
                       f"vs the table (oracle: {rel(o['polls'], f['polls']):+.1%}, {rel(o['delay'], f['delay']):+.1%})")  # fmt: skip
         print()
 
@@ -540,7 +543,8 @@ def main() -> int:
     print(f"\n{settled_n} of {total_n} shifts ({share:.1%}; {len(shipped_shifts)} between shipped mixes, "
           f"the rest between generated ones) settled within {SETTLE_WITHIN} solves"
           f"{'; not: ' + ', '.join(unsettled[:20]) + (' ...' if len(unsettled) > 20 else '') if unsettled else ''}.\n")  # fmt: skip
-    check(share >= GOAL_SHARE, f"{share:.1%} of shifts settle within {SETTLE_WITHIN} solves (goal {GOAL_SHARE:.0%})")
+    check("shifts", share, GOAL_SHARE, f"{share:.1%} of shifts settle within {SETTLE_WITHIN} solves (goal {GOAL_SHARE:.0%})",
+          at_least=True)
     control_ok, control_n, control_bad = 0, 0, []
     for m, mix in shipped.items():
         for t, dist in mix["types"].items():
@@ -564,14 +568,44 @@ def main() -> int:
     print(f"- observe: {engine_cost['observe_ns'] / 1000:.3f} µs; parsing a model's text: {engine_cost['parse_ns'] / 1000:.2f} µs")
     print(f"- model text per type after 1,000 observations: at most {biggest} B "
           f"({', '.join(f'{k} {v}' for k, v in engine_cost['model_bytes'].items())})\n")  # fmt: skip
-    check(engine_cost["solve_with_model_ns"] <= 8_000, f"a canned solve with a model takes {engine_cost['solve_with_model_ns']:.0f} ns")
-    check(engine_cost["observe_ns"] <= 5_000, f"observe takes {engine_cost['observe_ns']:.0f} ns")
-    check(biggest <= 1024, f"a model's text is {biggest} B")
+    check("solve_with_model_ns", engine_cost["solve_with_model_ns"], 8_000,
+          f"a canned solve with a model takes {engine_cost['solve_with_model_ns']:.0f} ns (native; goal ≤ 8 µs)")
+    check("observe_ns", engine_cost["observe_ns"], 5_000, f"observe takes {engine_cost['observe_ns']:.0f} ns (native; goal ≤ 5 µs)")
+    check("model_bytes", biggest, 1024, f"a model's text is at most {biggest} B (goal ≤ 1 KiB)")
 
-    print(f"### Goal checks: {checks - len(failures)} of {checks} pass, {len(failures)} fail\n")
-    for f in failures:
-        print(f"- FAIL {f}")
-    return 1 if failures else 0
+    def holds(value: float, bound: float, at_least: bool) -> bool:
+        return value >= bound if at_least else value <= bound
+
+    failed = [c for c in checks if not holds(c[1], c[2], c[3])]
+    print(f"### Goal checks: {len(checks) - len(failed)} of {len(checks)} pass, {len(failed)} fail\n")
+    for key, value, goal, at_least, what in checks:
+        print(f"- {'PASS' if holds(value, goal, at_least) else 'FAIL'} `{key}`: {what}")
+    if args.gate is None:
+        return 1 if failed else 0
+    return gate(args.gate, checks, holds)
+
+
+def gate(path: Path, checks: list, holds) -> int:
+    """Holds each check to the bound `path`'s `guards` give its key (`null`: not gated, for the
+    reason the file states); exits 1 when one fails. The file names every key, no other."""
+    guards = json.loads(path.read_text())["guards"]
+    keys = [c[0] for c in checks]
+    if sorted(guards) != sorted(keys):
+        raise SystemExit(f"{path}: guards must name exactly the checks {keys}; "
+                         f"missing {sorted(set(keys) - set(guards))}, unknown {sorted(set(guards) - set(keys))}")  # fmt: skip
+    failed = []
+    print(f"\n### Gate ({path.name}): each check held to the file's bound\n")
+    for key, value, goal, at_least, _ in checks:
+        bound = guards[key]
+        if bound is None:
+            print(f"- not gated `{key}`: {value:.4g}")
+            continue
+        ok = holds(value, bound, at_least)
+        kind = "goal" if bound == goal else "regression guard"
+        print(f"- {'PASS' if ok else 'FAIL'} `{key}`: {value:.4g} {'≥' if at_least else '≤'} {bound:g} ({kind})")
+        if not ok:
+            failed.append(key)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
