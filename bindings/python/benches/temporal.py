@@ -39,10 +39,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-import signal
 import time
 import urllib.request
 from pathlib import Path
@@ -187,7 +187,8 @@ def main() -> int:
         server = TemporalDevServer(Path(scratch) / "server.log")
         log = Path(scratch) / "worker.log"
         try:
-            status = asyncio.run(resume(args.kill, emulator, server, log) if args.kill else run(args, emulator, server, log))
+            measure = resume(args.kill, emulator, server, log) if args.kill else run(args, emulator, server, log)
+            status = asyncio.run(measure)
         finally:
             server.stop()
             emulator.stop()

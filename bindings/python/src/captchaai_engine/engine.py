@@ -141,7 +141,7 @@ class SolveTimes:
         """Observations a model needs before it changes anything (the engine's
         ``solve-times.min-observations``): under this many, solves of its type keep the type's
         table."""
-        return _component.call_shared("[static]solve-times.min-observations")
+        return cast(int, _component.call_shared("[static]solve-times.min-observations"))
 
 
 class Engine:

@@ -41,7 +41,7 @@ class Config:
     """Seed for wait jitter; None means no jitter."""
     max_jitter_ms: int | None = None
     """Largest jitter per wait when seeded, 0-10,000 ms; default 1,000."""
-    poll_cost_ms: Optional[int] = None
+    poll_cost_ms: int | None = None
     """What one poll is worth in ms of waiting, 0-60,000; default 250. Solves created with a
     learned solve-times model poll on the schedule of least expected wait from the answer being
     ready to the poll that finds it, plus this per poll."""
