@@ -81,6 +81,15 @@ def start_worker(server: TemporalDevServer, emulator: Emulator, queue: str, log:
     return worker
 
 
+def stop(worker: subprocess.Popen[str]) -> None:
+    worker.terminate()
+    try:
+        worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait(timeout=60)
+
+
 def emulator_requests(emulator: Emulator) -> list[dict]:
     body = emulator.get("/_emulator/requests")
     return body["requests"] if isinstance(body, dict) else body
@@ -117,8 +126,7 @@ async def resume(moment: str, emulator: Emulator, server: TemporalDevServer, log
     try:
         solution = await asyncio.wait_for(handle.result(), 600)
     finally:
-        second.terminate()
-        second.wait(timeout=60)
+        stop(second)
     submits = sum(1 for r in emulator_requests(emulator) if r["path"] == "/in.php")
     events = [e for e in (await handle.fetch_history()).events if e.event_time.ToDatetime().timestamp() >= killed_at]
     wait_ended = next(e.event_time.ToDatetime().timestamp() for e in events if e.HasField(
@@ -149,12 +157,12 @@ async def run(args: argparse.Namespace, emulator: Emulator, server: TemporalDevS
             handles += await asyncio.gather(*(
                 client.start_workflow(SolveWorkflow.run, SolveInput(tasks[i]), id=f"bench-{i}", task_queue=queue)
                 for i in range(chunk, min(n, chunk + 100))))
-        results = await asyncio.gather(*(h.result() for h in handles), return_exceptions=True)
+        results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles), return_exceptions=True),
+                                         args.timeout_s)
         wall, cpu = time.monotonic() - started, process_cpu_s(worker.pid) - cpu_before
         requests = emulator.get("/_emulator/stats")["requests"] - requests_before
     finally:
-        worker.terminate()
-        worker.wait(timeout=60)
+        stop(worker)
     solutions = [r for r in results if not isinstance(r, BaseException)]
     failures = [r for r in results if isinstance(r, BaseException)]
     print(f"solves: {n} (recaptcha_v2, time scale {args.time_scale}, budget {'on' if args.budget else 'off'}), "
@@ -176,6 +184,7 @@ def main() -> int:
     parser.add_argument("--time-scale", type=float, default=1.0)
     parser.add_argument("--solve-time", default="60000:70000", help="the emulator's solve time (virtual ms)")
     parser.add_argument("--budget", action="store_true", help="through the shared thread budget (2*N threads)")
+    parser.add_argument("--timeout-s", type=float, default=1800.0, help="bounds the wait for the results")
     parser.add_argument("--kill", choices=["timer", "poll"], help="measure a killed worker's solve resuming instead")
     args = parser.parse_args()
     print(f"load before: {loadavg()}")

@@ -514,6 +514,15 @@ class BudgetWorkflow:
             for ticket, holder in list(holders.items()):
                 if holder.expires_at is not None and holder.expires_at <= now:
                     leave(ticket)
+            # Continued as new here, with every message taken in and nothing awaited since: under a
+            # steady stream of signals the inbox is never empty, so a check after the wait would
+            # never run (1,000 solves at once grew one run to 15,425 events, whose replays outlasted
+            # the SDK's 2 s deadlock bound). Admitted holders not yet granted (no lease yet) go over
+            # as queued, after the running ones: the new run admits and grants them.
+            if workflow.info().get_current_history_length() >= BUDGET_HISTORY_EVENTS:
+                ordered = sorted(holders.items(), key=lambda item: (item[1].expires_at is None, item[0]))
+                workflow.continue_as_new(BudgetState(plan, state.reserve, [holder for _, holder in ordered],
+                                                     models, peak))
             # Grants go out together; a holder that is gone (its workflow ended) is let go.
             granted, to_grant[:] = [t for t in to_grant if t in holders], []
             for ticket in granted:
@@ -531,10 +540,6 @@ class BudgetWorkflow:
                              "queued": _engine(lambda engine: gate.queued), "peak": peak}
             if to_grant or self._inbox:
                 continue
-            if workflow.info().get_current_history_length() >= BUDGET_HISTORY_EVENTS:
-                ordered = sorted(holders.items(), key=lambda item: (item[1].expires_at is None, item[0]))
-                workflow.continue_as_new(BudgetState(plan, state.reserve, [holder for _, holder in ordered],
-                                                     models, peak))
             expiries = [h.expires_at for h in holders.values() if h.expires_at is not None]
             timeout = None if not expiries else max(0.001, (min(expiries) - now) / 1000.0)
             try:
