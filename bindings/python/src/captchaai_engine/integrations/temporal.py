@@ -268,26 +268,39 @@ class _SharedEngine:
     solves that lived in it fail their workflow task and are replayed from history into the new
     one.
 
-    Resources are freed with :meth:`free`, which only queues the freeing for the next call: the
-    cleanup of a workflow coroutine may run inside the garbage collector (the SDK drops replayed
-    and evicted instances), that is inside another engine call on the same thread, which would
-    otherwise wait on its own lock."""
+    A resource a workflow makes (a solve, a thread gate) is registered with :meth:`keep` and
+    freed with :meth:`free`, which only queues the freeing for the next call: the cleanup of a
+    workflow coroutine may run inside the garbage collector (the SDK drops replayed and evicted
+    instances), that is inside another engine call on the same thread, which would otherwise
+    wait on its own lock. Kept here until then, the resource is never part of the collected
+    cycle: otherwise the collector may finalize its wasmtime handle before the coroutine's cleanup
+    runs, and the queued drop fails ("already closed") in the next workflow's task."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._engine: Engine | None = None
-        self._to_free: list[Callable[[Engine], Any]] = []
+        self._to_free: list[tuple[object, Callable[[Engine], Any]]] = []
+        self._kept: dict[int, object] = {}
 
     def __call__(self, fn: Callable[[Engine], T]) -> T:
         with self._lock:
             if self._engine is None or self._engine.trapped:
                 self._engine = Engine()
             while self._to_free:
-                self._to_free.pop()(self._engine)
+                owner, free = self._to_free.pop()
+                try:
+                    free(self._engine)
+                finally:
+                    self._kept.pop(id(owner), None)
             return fn(self._engine)
 
-    def free(self, fn: Callable[[Engine], Any]) -> None:
-        self._to_free.append(fn)  # atomic: no lock taken
+    def keep(self, owner: object) -> None:
+        """Holds ``owner`` (a solve handle, a thread gate) until :meth:`free` frees it."""
+        self._kept[id(owner)] = owner  # atomic: no lock taken
+
+    def free(self, owner: object, fn: Callable[[Engine], Any]) -> None:
+        """Frees ``owner`` with ``fn`` at the next engine call."""
+        self._to_free.append((owner, fn))  # atomic: no lock taken
 
 
 _engine = _SharedEngine()
@@ -445,10 +458,11 @@ class BudgetWorkflow:
         gate = _engine(lambda engine: engine.thread_gate(state.plan_threads, state.reserve))
         if isinstance(gate, Failure):
             raise _application_error(gate)
+        _engine.keep(gate)
         try:
             await self._serve(gate, state)
         finally:
-            _engine.free(lambda engine: gate.drop())
+            _engine.free(gate, lambda engine: gate.drop())
 
     async def _serve(self, gate: Any, state: BudgetState) -> None:
         holders: dict[int, Holder] = {}
@@ -500,6 +514,15 @@ class BudgetWorkflow:
             for ticket, holder in list(holders.items()):
                 if holder.expires_at is not None and holder.expires_at <= now:
                     leave(ticket)
+            # Continued as new here, with every message taken in and nothing awaited since: under a
+            # steady stream of signals the inbox is never empty, so a check after the wait would
+            # never run (1,000 solves at once grew one run to 15,425 events, whose replays outlasted
+            # the SDK's 2 s deadlock bound). Admitted holders not yet granted (no lease yet) go over
+            # as queued, after the running ones: the new run admits and grants them.
+            if workflow.info().get_current_history_length() >= BUDGET_HISTORY_EVENTS:
+                ordered = sorted(holders.items(), key=lambda item: (item[1].expires_at is None, item[0]))
+                workflow.continue_as_new(BudgetState(plan, state.reserve, [holder for _, holder in ordered],
+                                                     models, peak))
             # Grants go out together; a holder that is gone (its workflow ended) is let go.
             granted, to_grant[:] = [t for t in to_grant if t in holders], []
             for ticket in granted:
@@ -517,10 +540,6 @@ class BudgetWorkflow:
                              "queued": _engine(lambda engine: gate.queued), "peak": peak}
             if to_grant or self._inbox:
                 continue
-            if workflow.info().get_current_history_length() >= BUDGET_HISTORY_EVENTS:
-                ordered = sorted(holders.items(), key=lambda item: (item[1].expires_at is None, item[0]))
-                workflow.continue_as_new(BudgetState(plan, state.reserve, [holder for _, holder in ordered],
-                                                     models, peak))
             expiries = [h.expires_at for h in holders.values() if h.expires_at is not None]
             timeout = None if not expiries else max(0.001, (min(expiries) - now) / 1000.0)
             try:
@@ -617,6 +636,7 @@ async def _drive(text: str, config: Config, clock: _Clock, grant: Grant | None,
     handle = _engine(create)
     if isinstance(handle, Failure):
         raise _application_error(handle)
+    _engine.keep(handle)
     try:
         output = _engine(lambda engine: engine.poll_output(handle, clock.now()))
         while isinstance(output, Send):
@@ -629,7 +649,7 @@ async def _drive(text: str, config: Config, clock: _Clock, grant: Grant | None,
         assert isinstance(output, Solved)
         return output.solution
     finally:
-        _engine.free(lambda engine: engine.drop(handle) if handle._engine is engine else None)
+        _engine.free(handle, lambda engine: engine.drop(handle) if handle._engine is engine else None)
 
 
 def _feed(engine: Engine, handle: KeylessSolveHandle, now: int, request_id: int, reply: Reply) -> Any:
