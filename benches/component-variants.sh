@@ -12,7 +12,7 @@ source scripts/setup.sh
 cargo build --release --quiet -p captchaai-benches --bin driver-bench
 out=target/variants
 mkdir -p "$out"
-variants=("z -Oz" "s -Oz" "s -Os" "2 -O2" "3 none" "3 -O3")
+variants=("z -Oz" "z -O3" "s -Oz" "s -Os" "s -O3" "2 -Oz" "2 -Os" "3 -Oz" "3 -O3")
 if [ $# -gt 0 ]; then variants=("$@"); fi
 echo "| rustc opt-level | wasm-opt | size (bytes) | canned solve (µs, best of 3) | instructions per solve |"
 echo "|---|---|---|---|---|"
