@@ -1,5 +1,5 @@
 //! `cargo xtask component`: builds the engine for wasm32-unknown-unknown, optimises the core module
-//! with binaryen's `wasm-opt -O3`, wraps it into a component (wit-component), drops the debug
+//! with binaryen's `wasm-opt -Oz`, wraps it into a component (wit-component), drops the debug
 //! name section, validates it, prints its WIT, and fails if the component imports anything or
 //! exceeds the size budget. Writes `target/component/captchaai_engine.wasm` (and `.wit`).
 //!
@@ -171,7 +171,7 @@ const WASM_FEATURES: &[&str] = &[
 /// The wasm-opt pass level of the chosen build (benches/component-variants.sh measures the
 /// others); the `ENGINE_WASM_OPT` variable overrides it (`-Oz`, `-O3`, ... or `none`) for
 /// measuring variants, as `CARGO_PROFILE_WASM_OPT_LEVEL` does rustc's opt-level.
-const WASM_OPT_LEVEL: &str = "-O3";
+const WASM_OPT_LEVEL: &str = "-Oz";
 
 fn wasm_opt(root: &Path, input: &Path, output: &Path) -> Result<()> {
     let level = env::var("ENGINE_WASM_OPT").unwrap_or_else(|_| WASM_OPT_LEVEL.to_owned());
