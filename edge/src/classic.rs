@@ -19,8 +19,7 @@ use spin_sdk::http::FullBody;
 use crate::budget::{self, Pool};
 use crate::clock::{now_ms, sleep_until};
 use crate::engine::endpoint::{
-    self, EndpointPath, EndpointReply, EndpointRequest, HostRefusal, Param, ReplyFormat, ResAction, SolveState,
-    Upload,
+    self, EndpointPath, EndpointReply, EndpointRequest, HostRefusal, Param, ReplyFormat, ResAction, SolveState, Upload,
 };
 use crate::engine::{
     Answer as EngineAnswer, Failure, FailureClass, FailureOrigin, HttpRequest, HttpResponse, ThreadsInfo,
@@ -152,7 +151,8 @@ async fn submitted(
 
 /// The reply naming solve `id` by the number `in.php` hands out.
 fn submitted_id(format: ReplyFormat, task_type: &str, id: Option<String>) -> anyhow::Result<EndpointReply> {
-    let number = id.as_deref().and_then(ids::number_of).ok_or_else(|| anyhow::anyhow!("in.php: a solve without a number"))?;
+    let number =
+        id.as_deref().and_then(ids::number_of).ok_or_else(|| anyhow::anyhow!("in.php: a solve without a number"))?;
     Ok(endpoint::render_submitted(format, task_type, &number))
 }
 
@@ -300,8 +300,14 @@ enum Stored {
     /// Not stored: a solve still in flight, as [`state`] reports it.
     #[serde(skip)]
     Pending,
-    Solved { task_type: Option<String>, solution: StoredSolution },
-    Failed { task_type: Option<String>, failure: StoredFailure },
+    Solved {
+        task_type: Option<String>,
+        solution: StoredSolution,
+    },
+    Failed {
+        task_type: Option<String>,
+        failure: StoredFailure,
+    },
 }
 
 impl Stored {

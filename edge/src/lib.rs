@@ -44,9 +44,9 @@ mod engine {
         generate_all,
     });
 
-    pub use captchaai::engine::{account, endpoint};
     pub use captchaai::engine::engine::{Solve, SolveTimes, check_config, solution_json};
     pub use captchaai::engine::types::*;
+    pub use captchaai::engine::{account, endpoint};
 
     /// `wasi:keyvalue` 0.2.0-draft2 (store, atomics): see `crate::kv`.
     pub mod kv {

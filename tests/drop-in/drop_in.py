@@ -47,11 +47,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-from sdk_conformance import GOOGLEKEY, PAGE, PROXY, cases as sdk_cases, png  # noqa: E402
-
-import captchaai  # noqa: E402
-from captchaai import CaptchaAI  # noqa: E402
+from sdk_conformance import GOOGLEKEY, PAGE, PROXY, png  # noqa: E402
+from sdk_conformance import cases as sdk_cases  # noqa: E402
 from twocaptcha import TwoCaptcha  # noqa: E402
+
+from captchaai import CaptchaAI  # noqa: E402
 
 STARTUP_TIMEOUT_S = 120  # a first start compiles the component
 CI = os.environ.get("CI") == "true"
@@ -521,7 +521,8 @@ set -euo pipefail
 body=$(base64 -w0 "$IMAGE")
 ids=()
 for i in $(seq 1 "$COUNT"); do
-  reply=$(curl -sS --fail --cacert "$CERT" "$BASE/in.php" -d key="$TOKEN" -d method=base64 -d min_len="$MIN_LEN" --data-urlencode body="$body")
+  reply=$(curl -sS --fail --cacert "$CERT" "$BASE/in.php" -d key="$TOKEN" -d method=base64 \
+    -d min_len="$MIN_LEN" --data-urlencode body="$body")
   case $reply in OK\|*) ids+=("${reply#OK|}") ;; *) echo "submit: $reply" >&2; exit 1 ;; esac
 done
 answers=()
@@ -548,7 +549,8 @@ def load(work: Work, binaries: dict, emulator_binary: Path) -> list[bytes]:
                                  "--dir", str(redis_dir), "--save", "", "--appendonly", "no",
                                  "--rdbcompression", "no"])  # fmt: skip
     deadline = time.monotonic() + 10
-    while subprocess.run(["redis-cli", "-p", str(redis_port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
+    ping = ["redis-cli", "-p", str(redis_port), "ping"]
+    while subprocess.run(ping, capture_output=True, text=True).stdout.strip() != "PONG":
         if time.monotonic() > deadline or redis.poll() is not None:
             raise RuntimeError("redis-server did not start:\n" + work.tail("redis"))
         time.sleep(0.1)
