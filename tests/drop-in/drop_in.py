@@ -463,11 +463,24 @@ def hostile(work: Work, edge: Edge, emulator: Emulator, tok: str, replies: list[
         ("res.php key smuggled", "/res.php", f"KEY={tok}&action=getbalance".encode(), form),
         ("res.php body of 3 MiB", "/res.php", f"key={tok}&action=get&id=1&x=".encode() + b"a" * (3 << 20), form),
     ]
+    # An unknown token is answered as such first (CaptchaAI checks the key first), in the format
+    # asked for, also when the rest of the request is refused.
+    stranger = token()
+    cases += [
+        ("unknown token, bad request, json=1", "/in.php", f"key={stranger}&method=turnstile&json=1".encode(), form),
+        ("unknown token, bad request", "/res.php", f"key={stranger}&action=get2".encode(), form),
+    ]
+    wants = {
+        "unknown token, bad request, json=1": b'{"status":0,"request":"ERROR_KEY_DOES_NOT_EXIST"',
+        "unknown token, bad request": b"ERROR_KEY_DOES_NOT_EXIST",
+    }
     before = emulator.control("/_emulator/stats")["requests"]
     for name, path, body, content_type in cases:
         status, reply = raw(work, edge.direct_url + path, body, content_type)
         replies.append(reply)
-        if status == 200 and CAPTCHAAI_ERROR.match(reply.strip()):
+        if name in wants and not reply.startswith(wants[name]):
+            fail(f"[{tag}] hostile {name}: {reply[:200]!r}, wanted {wants[name]!r}")
+        elif status == 200 and CAPTCHAAI_ERROR.match(reply.strip()):
             say(f"[{tag}] ok   hostile {name}: {reply.strip()[:80].decode(errors='replace')}")
         elif tag == "serve" and len(body) > SERVE_BODY_LIMIT and status == 413:
             # captchaai-serve refuses a body over its own limit before the app sees it (as a
