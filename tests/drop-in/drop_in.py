@@ -314,6 +314,15 @@ def solve_types(work: Work, edge: Edge, emulator: Emulator, sdk_token: str, two_
                 results[label] = fut.result()
             except Exception as e:  # noqa: BLE001 - every failure is reported, then counted
                 fail(f"[{tag}] {label}: {type(e).__name__}: {e}")
+    # The edge's upstream counters, for a failure's diagnosis (failed upstream requests).
+    try:
+        with urllib.request.urlopen(urllib.request.Request(edge.url + "/metrics", headers={
+                "Authorization": f"Bearer {sdk_token}"}), timeout=10, context=work.tls) as r:  # fmt: skip
+            upstream = [line for line in r.read().decode().splitlines()
+                        if line.startswith("captchaai_edge_upstream") and not line.endswith(" 0")]  # fmt: skip
+        say(f"[{tag}] edge upstream counters: {'; '.join(upstream)}")
+    except OSError as e:
+        say(f"[{tag}] edge metrics unread: {e}")
     answers = emulator.answers()
     for label, answer in sorted(results.items()):
         if answer in answers:
