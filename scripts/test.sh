@@ -101,3 +101,8 @@ CONTRACT_SERVE=1 CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contr
 stage "conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
 bash tests/conformance/run.sh
 
+
+stage "drop-in: the official SDK, 2captcha-python and curl through the edge's in.php/res.php (real Spin, nginx, Redis)"
+# $CAPTCHAAI_SERVE: the dev build of the serve host the tests made; under CI=true a missing
+# Spin, nginx or redis-server fails the stage.
+CAPTCHAAI_SERVE="$PWD/target/debug/captchaai-serve" bash tests/drop-in/run.sh

@@ -462,6 +462,15 @@ impl wit_endpoint::Guest for Component {
         }
     }
 
+    fn read_format(path: wit_endpoint::EndpointPath, params: Vec<wit_endpoint::Param>) -> wit_endpoint::ReplyFormat {
+        let path = match path {
+            wit_endpoint::EndpointPath::InPhp => Path::InPhp,
+            wit_endpoint::EndpointPath::ResPhp => Path::ResPhp,
+        };
+        let params: Vec<(&str, &str)> = params.iter().map(|p| (p.name.as_str(), p.value.as_str())).collect();
+        format_to_wit(endpoint::read_format(path, &params))
+    }
+
     fn render_submitted(
         format: wit_endpoint::ReplyFormat,
         task_type: String,

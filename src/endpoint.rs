@@ -203,6 +203,17 @@ pub fn read(path: Path, params: &[(&str, &str)], uploads: &[(&str, &[u8])]) -> R
     }
 }
 
+/// How a request to `path` asks to be answered (`json`, `header_acao`), read as [`read`] reads
+/// it; plain text where those are malformed. For a host answering a refused request's unknown
+/// key ([`HostRefusal::UnknownKey`]) in the format the client asked for.
+pub fn read_format(path: Path, params: &[(&str, &str)]) -> ReplyFormat {
+    let table = match path {
+        Path::InPhp => registry::SUBMIT_PARAMS,
+        Path::ResPhp => registry::RES_PARAMS,
+    };
+    Reader { params, table, format: ReplyFormat::default(), key: None }.format().unwrap_or_default()
+}
+
 /// One request being read.
 struct Reader<'a> {
     params: &'a [(&'a str, &'a str)],
@@ -739,6 +750,16 @@ mod tests {
         assert_eq!(with(&[("key", KEY), ("pageurl", "https://b.example/")]), codes::BAD_PARAMETERS);
         assert_eq!(with(&[("key", KEY), ("Method", "turnstile")]), codes::BAD_PARAMETERS);
         assert_eq!(with(&[("key", KEY), ("note", "caf\u{FFFD}")]), codes::BAD_PARAMETERS);
+    }
+
+    #[test]
+    fn the_format_of_a_refused_request_is_read_for_its_unknown_key() {
+        let params = [("key", KEY), ("method", "turnstile"), ("json", "1"), ("header_acao", "1")];
+        assert_eq!(code(submit(&params)), codes::GOOGLEKEY, "no sitekey");
+        assert_eq!(read_format(Path::InPhp, &params), ReplyFormat { json: true, cors: true });
+        let unknown = render_refusal(Some(read_format(Path::InPhp, &params)), HostRefusal::UnknownKey);
+        assert!(unknown.reply().body.starts_with("{\"status\":0,\"request\":\"ERROR_KEY_DOES_NOT_EXIST\""));
+        assert_eq!(read_format(Path::ResPhp, &[("json", "yes")]), ReplyFormat::default(), "malformed: plain");
     }
 
     #[test]

@@ -48,9 +48,15 @@ pub async fn handle(
     let request = match endpoint::read_request(path, &params, &uploads) {
         Ok(request) => request,
         Err(refusal) => {
-            // CaptchaAI checks the key first: an unknown one is answered as such.
+            // CaptchaAI checks the key first: an unknown one is answered as such, in the format
+            // the request asked for.
             let known = refusal.key.as_deref().is_none_or(|key| client(settings, key).is_some());
-            let refusal = if known { refusal } else { endpoint::render_refusal(None, HostRefusal::UnknownKey) };
+            let refusal = if known {
+                refusal
+            } else {
+                let format = endpoint::read_format(path, &params);
+                endpoint::render_refusal(Some(format), HostRefusal::UnknownKey)
+            };
             return Ok(reply(refusal.reply));
         }
     };

@@ -25,7 +25,11 @@ pub async fn send(request: &HttpRequest) -> Result<HttpResponse, TransportError>
         .body(FullBody::new(body))
         .map_err(|_| TransportError::Connect)?;
     let exchange = pin!(async {
-        let response = spin_sdk::http::send(outbound).await.map_err(classify)?;
+        let response = spin_sdk::http::send(outbound).await.map_err(|code| {
+            // The runtime's own error (it names no URL, no body: never the key).
+            eprintln!("edge: upstream request failed: {code:?}");
+            classify(code)
+        })?;
         let status = response.status().as_u16();
         let body = response.into_body().bytes().await.map_err(|_| TransportError::Broken)?;
         Ok(engine_reply(status, &body))
@@ -33,7 +37,10 @@ pub async fn send(request: &HttpRequest) -> Result<HttpResponse, TransportError>
     let timeout = pin!(spin_sdk::time::sleep(Duration::from_millis(request.timeout_ms)));
     match select(exchange, timeout).await {
         Either::Left((result, _)) => result,
-        Either::Right(_) => Err(TransportError::Timeout),
+        Either::Right(_) => {
+            eprintln!("edge: upstream request timed out after {} ms", request.timeout_ms);
+            Err(TransportError::Timeout)
+        }
     }
 }
 

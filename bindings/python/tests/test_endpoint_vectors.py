@@ -138,3 +138,14 @@ def test_a_changed_request_changes_the_result(engine):
     result = run_case(engine, {"read": {"path": "in_php", "params": params}})
     assert result["refusal"]["code"] == "ERROR_PAGEURL"
     assert canonical(result) != canonical(case["result"])
+
+
+def test_an_unknown_key_is_answered_in_the_format_asked(engine):
+    """A refused request's unknown key: the refusal in the request's own format (`read_format`)."""
+    params = [("key", "Tok3nFromTheEdgeForAClient000001"), ("method", "turnstile"), ("json", "1")]
+    assert engine.read_request("in.php", params).code == "ERROR_GOOGLEKEY"
+    fmt = engine.read_format("in.php", params)
+    assert (fmt.json, fmt.cors) == (True, False)
+    reply = engine.render_refusal(fmt, "unknown_key").reply
+    assert reply.body.startswith('{"status":0,"request":"ERROR_KEY_DOES_NOT_EXIST"')
+    assert not engine.read_format("res.php", [("json", "2")]).json

@@ -75,6 +75,7 @@ FUNCTIONS = {
     ),
     ENDPOINT_INTERFACE: (
         "read-request",
+        "read-format",
         "render-submitted",
         "render-state",
         "render-states",

@@ -466,6 +466,12 @@ class Engine:
         return _endpoint._request(self._call("read-request", _endpoint._path(path), _endpoint._params(params),
                                              _endpoint._uploads(uploads)))
 
+    def read_format(self, path: str, params: Sequence[tuple[str, str]]) -> _endpoint.ReplyFormat:
+        """How a request to ``path`` asks to be answered (``json``, ``header_acao``); plain text
+        where those are malformed. For answering a refused request's unknown key:
+        ``render_refusal(read_format(path, params), "unknown_key")``."""
+        return _endpoint._format(self._call("read-format", _endpoint._path(path), _endpoint._params(params)))
+
     def render_submitted(self, fmt: _endpoint.ReplyFormat, task_type: str, task_id: str) -> _endpoint.EndpointReply:
         """The reply to an accepted submit whose solve has ``task_id`` (1-20 digits)."""
         return _endpoint._reply(self._call("render-submitted", fmt._to_wit(), task_type, task_id))
