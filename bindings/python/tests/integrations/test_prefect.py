@@ -42,7 +42,8 @@ ATTEMPTS: list = []
 
 @pytest.fixture(scope="module", autouse=True)
 def prefect_server():
-    with prefect_test_harness(server_startup_timeout=60):
+    # The temporary server shares 2 cores with four other frameworks in CI: a hang guard, not a speed.
+    with prefect_test_harness(server_startup_timeout=180):
         yield
 
 

@@ -55,7 +55,7 @@ def test_the_readme_route_saves_the_key_and_runs_the_flow_on_the_temporary_serve
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT")}
     # The temporary server gets 20 s to start by default; CI's busy 2 cores may need longer.
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="240",
                CAPTCHAAI_KEY=KEY, CAPTCHAAI_BASE_URL=example_emulator.base_url)
 
     run([PYTHON, "save_key.py"], env, work)
