@@ -188,7 +188,7 @@ impl HttpRequest {
         let content_type = content_type.into();
         let needle = key.expose().as_bytes();
         let bytes = body.as_bytes();
-        let start = bytes.windows(needle.len()).position(|w| w == needle).unwrap_or(bytes.len());
+        let start = memchr::memmem::find(bytes, needle).unwrap_or(bytes.len());
         let key_span = start..(start + needle.len()).min(bytes.len());
         HttpRequest { id, kind, at, url: url.into(), content_type, body, timeout_ms, key_span, keyless: false }
     }

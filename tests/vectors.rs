@@ -14,7 +14,12 @@ use captchaai_vectors::{Native, Vector, build_solve_times, replay_full};
 use serde_json::Value as Json;
 
 fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors");
+    json_files("testdata/vectors")
+}
+
+/// The `.json` files directly in `dir` (relative to the crate), sorted.
+fn json_files(dir: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -245,14 +250,7 @@ fn solve_times_vectors_show_their_models() {
 }
 
 fn endpoint_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/vectors/endpoint");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    files
+    json_files("testdata/vectors/endpoint")
 }
 
 /// Every endpoint vector case gives its stored result natively, and agrees with its hand-written
