@@ -59,11 +59,11 @@ build_all
 # The bundled host (when there is no Spin) and the emulator, in one build of the `local` profile
 # (Cargo.toml: release at opt-level 2, a fifth less build time than release at the same speed).
 hosts=()
-[ -n "$SPIN" ] || hosts+=(-p captchaai-serve)
-[ -n "${CAPTCHAAI_EMULATOR:-}" ] || hosts+=(-p captchaai-emulator)
+[ -n "$SPIN" ] || hosts+=(captchaai-serve)
+[ -n "${CAPTCHAAI_EMULATOR:-}" ] || hosts+=(captchaai-emulator)
 if [ ${#hosts[@]} -gt 0 ]; then
-  step "building ${hosts[*]//-p /} (the first build takes a few minutes)"
-  cargo build --profile local "${hosts[@]}"
+  step "building ${hosts[*]} (the first build takes a few minutes)"
+  cargo build --profile local "${hosts[@]/#/--package=}"
 fi
 EMULATOR_BIN="${CAPTCHAAI_EMULATOR:-$PWD/target/local/captchaai-emulator}"
 
