@@ -44,7 +44,7 @@ use record::{Chain, Lease, Loaded, SolveRecord};
 use crate::budget::{self, Pool};
 use crate::clock::{now_ms, sleep_ms};
 use crate::drive::{self, Progress};
-use crate::engine::{Failure, HttpRequest, RequestKind, Solution, Solve};
+use crate::engine::{Failure, FailureOrigin, HttpRequest, RequestKind, Solution, Solve};
 use crate::ids::{self, new_id, next_attempt};
 use crate::kv::{Kv, StoreError, Swapped};
 use crate::settings::{RESULT_RETENTION_MS, Settings};
@@ -760,8 +760,9 @@ impl drive::Checkpoint for Checkpoints<'_> {
 impl Ended {
     /// Stores the solve's rendered response in place of its state, to be repeated until the
     /// token expires (a solution's `expires-at`) or for [`RESULT_RETENTION_MS`], and gives back
-    /// the task and the thread slot. Counted in the metrics by the one request whose swap stores
-    /// it; a request that lost the lease meanwhile stores nothing.
+    /// the task and the thread slot (unless its CaptchaAI task may still be running). Counted
+    /// in the metrics by the one request whose swap stores it; a request that lost the lease
+    /// meanwhile stores nothing.
     async fn settle(mut self, kv: &Kv, result: &StoredResult) -> anyhow::Result<()> {
         let exp = match &self.outcome {
             Outcome::Solved(solution) => {
@@ -793,7 +794,15 @@ impl Ended {
             return Ok(());
         }
         record::drop_base(kv, id)?;
-        release_slots(kv, id, &before)?;
+        // A solve that ended without CaptchaAI's last word on a task CaptchaAI took (the
+        // deadline passed, an answer never came) may leave that task holding a thread there:
+        // its slots stay held until they expire (the engine's `ends_by` and a margin), as a
+        // deleted solve's do.
+        let task_may_run = matches!(&self.outcome,
+            Outcome::Failed(f) if f.origin == FailureOrigin::NoAnswer && f.task_id.is_some());
+        if !task_may_run {
+            release_slots(kv, id, &before)?;
+        }
         let owner = before.owner.as_deref();
         match &self.outcome {
             Outcome::Solved(solution) => {

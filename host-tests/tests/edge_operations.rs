@@ -10,6 +10,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use base64::Engine as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -295,4 +296,56 @@ async fn a_solve_resumed_past_its_deadline_keeps_the_answer() {
     let polls_after = emulator.requests().iter().filter(|r| r.path == "/res.php").count();
     assert_eq!(polls_after - polls_before, 1, "one last poll");
     assert_eq!(submits(), 1, "nothing submitted again");
+}
+
+/// A solve that ends at its deadline while its CaptchaAI task is still being solved keeps its
+/// thread slot until the slot expires (the engine's `ends_by`, one upstream timeout after the
+/// deadline, and a margin): that task still holds a thread of the plan, so on a one-thread plan
+/// the next solve waits at the edge instead of making CaptchaAI run two at once. Then the slot
+/// frees itself and the next solve is submitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_solve_ended_at_its_deadline_holds_its_thread_while_its_task_may_run() {
+    let emulator = Emulator::start(EmulatorConfig::default().with_account(KEY, 1).with_solve_time(
+        CaptchaKind::Image,
+        120_000,
+        120_000,
+    ))
+    .await
+    .unwrap();
+    let vars = [("solve_deadline_ms", "10000"), ("upstream_timeout_ms", "8000")];
+    let edge = Edge::start(false, &emulator, &vars, KvBackend::Memory).await;
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x40\0\0\0\x40".to_vec();
+    png.resize(200, 9);
+    let image = json!({"type": "image", "image": base64::engine::general_purpose::STANDARD.encode(png)}).to_string();
+    let submits = || emulator.requests().iter().filter(|r| r.path == "/in.php").count();
+    let until_ended = async |id: &str| loop {
+        let (status, body) = call(&edge, "GET", &format!("/v1/solve/{id}?wait=5"), None).await;
+        if status != 202 {
+            return body;
+        }
+    };
+
+    let (status, first) = call(&edge, "POST", "/v1/solve?wait=0", Some(image.clone())).await;
+    assert_eq!(status, 202, "{first}");
+    let ended = until_ended(first["id"].as_str().unwrap()).await;
+    assert_eq!(ended["code"].as_str(), Some("DEADLINE_EXCEEDED"), "{ended}");
+    assert_eq!(submits(), 1);
+    // The first task is still being solved at CaptchaAI (two minutes): the one thread is busy
+    // until the slot expires, 8 s and a margin after the first deadline. A solve accepted now
+    // waits at the edge until its own deadline (10 s) without being submitted.
+    let (status, second) = call(&edge, "POST", "/v1/solve?wait=0", Some(image.clone())).await;
+    assert_eq!(status, 202, "{second}");
+    let second = until_ended(second["id"].as_str().unwrap()).await;
+    assert_eq!(second["code"].as_str(), Some("DEADLINE_EXCEEDED"), "{second}");
+    assert_eq!(submits(), 1, "the second solve waited for the thread the first task holds");
+    // By then the slot has expired: the next solve is submitted.
+    let (status, third) = call(&edge, "POST", "/v1/solve?wait=0", Some(image)).await;
+    assert_eq!(status, 202, "{third}");
+    let id = third["id"].as_str().unwrap();
+    support::wait::until("the third solve's submit, once the slot expired", async || {
+        let (status, body) = call(&edge, "GET", &format!("/v1/solve/{id}?wait=1"), None).await;
+        assert!(status == 202 || submits() == 2, "the third solve ended unsubmitted: {body}");
+        submits() == 2
+    })
+    .await;
 }

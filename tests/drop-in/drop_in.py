@@ -17,7 +17,12 @@ Parts (each prints `ok` / `FAIL` lines):
   (`client_threads = sdk=2,two=2`): no ERROR_ZERO_BALANCE upstream and at most 5 tasks in
   progress at the emulator, at most 2 per shared token, 60 tasks created upstream (none
   twice), every task solved with its emulator task's answer.
-- secrets: the CaptchaAI key appears in no reply, log line, SQLite file or Redis dump.
+- seeds: the seeds' own Airflow operator, Dagster asset and Mage block (../shared/seeds, cut
+  from the guides' text; seeds.py), at once through one Spin edge over a 5-thread plan, each by
+  the commands its guide gives: each run succeeds, every token the portal got is an emulator
+  answer used once, one upstream task per form post, at most 5 in progress.
+- secrets: the CaptchaAI key appears in no reply, log line, SQLite file, Redis dump, or the
+  frameworks' databases and logs.
 
 A missing Spin, nginx or redis-server skips the parts that need it (printed SKIPPED); under
 CI=true it is a failure. Usage: see run.sh (it makes the venv and passes the binaries).
@@ -46,12 +51,14 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT.parent / "shared" / "seeds"  # the two CaptchaAI guides the project starts from
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+from captchaai import CaptchaAI  # noqa: E402
 from sdk_conformance import GOOGLEKEY, PAGE, PROXY, png  # noqa: E402
 from sdk_conformance import cases as sdk_cases  # noqa: E402
 from twocaptcha import TwoCaptcha  # noqa: E402
 
-from captchaai import CaptchaAI  # noqa: E402
+import seeds  # noqa: E402  (tests/drop-in/seeds.py)
 
 STARTUP_TIMEOUT_S = 120  # a first start compiles the component
 CI = os.environ.get("CI") == "true"
@@ -562,6 +569,17 @@ printf '%s\n' "${answers[@]}" | python3 -c 'import json,sys; print(json.dumps(sy
 """
 
 
+def peak(selected) -> int:
+    """The most emulator tasks in progress at once."""
+    events = sorted([(t["started_at_ms"] or t["submitted_at_ms"], 1) for t in selected]
+                    + [(t["ready_at_ms"], -1) for t in selected])  # fmt: skip
+    busy = top = 0
+    for _, delta in events:
+        busy += delta
+        top = max(top, busy)
+    return top
+
+
 def load(work: Work, binaries: dict, emulator_binary: Path) -> list[bytes]:
     """Three client processes, 20 tasks each, a 5-thread plan, two Spin instances, one Redis."""
     redis_port = free_port()
@@ -633,15 +651,6 @@ def load(work: Work, binaries: dict, emulator_binary: Path) -> list[bytes]:
     tasks = [emulator.control(f"/_emulator/tasks/{r['task_id']}") | {"request": r} for r in submits if r.get("task_id")]
     by_answer = {canonical(t["answer"]): t for t in tasks if t.get("answer")}
 
-    def peak(selected) -> int:
-        events = sorted([(t["started_at_ms"] or t["submitted_at_ms"], 1) for t in selected]
-                        + [(t["ready_at_ms"], -1) for t in selected])  # fmt: skip
-        busy = top = 0
-        for _, delta in events:
-            busy += delta
-            top = max(top, busy)
-        return top
-
     def min_len_of(t) -> str | None:
         pairs = (t["request"].get("form") or []) + (t["request"].get("query") or [])
         return next((value for name, value in pairs if name == "min_len"), None)
@@ -668,6 +677,45 @@ def load(work: Work, binaries: dict, emulator_binary: Path) -> list[bytes]:
     return []
 
 
+# ---- the seeds' own code --------------------------------------------------------------------
+
+def seeds_part(work: Work, binaries: dict, emulator_binary: Path) -> None:
+    """The seeds' Airflow operator, Dagster asset and Mage block (seeds.py), at once, through one
+    Spin edge over a 5-thread plan: each solves end to end; every token the portal got is an
+    emulator answer, used once; one upstream task per form post; at most 5 in progress."""
+    found = seeds.venvs(ROOT)
+    missing = sorted(set(seeds.RUNS) - set(found))
+    if missing:
+        line = f"no framework venv for {', '.join(missing)} (bindings/python/integrations.sh makes them)"
+        (fail if CI else say)(f"[seeds] {'CI=true and ' if CI else 'SKIPPED '}{line}")
+    if not found:
+        return
+    emulator = Emulator(work, emulator_binary, "emulator-seeds", ["--seed", "9", "--solve-time", "all=1000:4000",
+                                                                   "--key", f"{API_KEY}:5"])  # fmt: skip
+    tokens = {fw: token() for fw in seeds.RUNS}
+    variables = {
+        "captchaai_key": API_KEY,
+        "client_tokens": ",".join(f"{fw}:{tok}" for fw, tok in tokens.items()),
+        "api_base": emulator.base_url,
+    }
+    edge = Edge(work, "spin", "spin-seeds", binaries, variables)
+    posts = seeds.run_all(found, SEEDS, work.dir, edge.url, tokens, say, fail)
+    answers = emulator.answers()
+    log = emulator.control("/_emulator/requests")
+    submits = [r for r in log if r["path"] == "/in.php" and r.get("task_id")]
+    tasks = [emulator.control(f"/_emulator/tasks/{r['task_id']}") for r in submits]
+    tokens_posted = [p["token"] for p in posts]
+    check = [
+        (all(t in answers for t in tokens_posted),
+         f"every token posted to the portal is an emulator answer ({len(posts)} posts)"),
+        (len(set(tokens_posted)) == len(tokens_posted), "no token posted twice"),
+        (len(tasks) == len(posts), f"one upstream task per form post ({len(tasks)} tasks, {len(posts)} posts)"),
+        (peak(tasks) <= 5, f"at most 5 in progress upstream (peak {peak(tasks)})"),
+    ]
+    for ok, line in check:
+        (say if ok else fail)(("[seeds] ok   " if ok else "[seeds] ") + line)
+
+
 # ---- the key appears nowhere ----------------------------------------------------------------
 
 def secrets_check(work: Work, replies: list[bytes]) -> None:
@@ -692,7 +740,8 @@ def main() -> int:
     ap.add_argument("--emulator", type=Path)
     ap.add_argument("--serve", type=Path)
     ap.add_argument("--spin")
-    ap.add_argument("--parts", default="types,hostile,load", help="a subset of: types (with errors), hostile, load")
+    ap.add_argument("--parts", default="types,hostile,load,seeds",
+                    help="a subset of: types (with errors), hostile, load, seeds")
     ap.add_argument("--client")
     ap.add_argument("--base")
     ap.add_argument("--token")
@@ -744,6 +793,8 @@ def main() -> int:
                 hostile(work, edge, emulator, hostile_token, replies)
         if "load" in parts and "spin" in found and "redis" in found:
             load(work, found, args.emulator)
+        if "seeds" in parts and "spin" in found:
+            seeds_part(work, found, args.emulator)
         # Stop everything so logs are flushed before they are searched.
         for proc in reversed(work.procs):
             work.stop(proc)

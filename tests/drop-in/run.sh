@@ -6,11 +6,14 @@
 # and under captchaai-serve behind nginx (TLS); the load part runs three client processes over
 # two real Spin instances on one real redis-server. See drop_in.py for what each part checks.
 #
-# Needs: Spin ($SPIN_BIN, else ../shared/tools/spin/spin), nginx, redis-server, openssl, curl.
+# Needs: Spin ($SPIN_BIN, else ../shared/tools/spin/spin), nginx, redis-server, openssl, curl;
+# the seeds part needs ../shared/seeds and the Airflow, Dagster and Mage venvs that
+# bindings/python/integrations.sh makes (target/venv-airflow, -dagster, -mage).
 # Where one is missing the parts needing it are SKIPPED, saying so; under CI=true they FAIL.
 # The emulator is $CAPTCHAAI_EMULATOR (else its release build); the serve host is
 # $CAPTCHAAI_SERVE, else target/debug/captchaai-serve (built when missing).
-# Usage: tests/drop-in/run.sh   (from anywhere; about 3 minutes after the builds)
+# Usage: tests/drop-in/run.sh [--parts types,hostile,load,seeds]   (from anywhere; about 5
+# minutes after the builds)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
