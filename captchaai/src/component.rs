@@ -388,6 +388,15 @@ impl EngineInstance {
         self.api.captchaai_engine_endpoint().call_read_request(&mut self.store, path, params, uploads)
     }
 
+    /// `endpoint.read-format`: how a request asks to be answered (plain text where malformed).
+    pub fn read_format(
+        &mut self,
+        path: endpoint::EndpointPath,
+        params: &[endpoint::Param],
+    ) -> wasmtime::Result<endpoint::ReplyFormat> {
+        self.api.captchaai_engine_endpoint().call_read_format(&mut self.store, path, params)
+    }
+
     /// `endpoint.render-submitted`.
     pub fn render_submitted(
         &mut self,

@@ -319,6 +319,19 @@ fn state_to_wit(state: endpoint::SolveState<'_>) -> wit_endpoint::SolveState {
 struct WasmEndpoint(EngineInstance);
 
 impl ep::EndpointHost for WasmEndpoint {
+    fn read_format(&mut self, path: endpoint::Path, params: &[(&str, &str)]) -> endpoint::ReplyFormat {
+        let path = match path {
+            endpoint::Path::InPhp => wit_endpoint::EndpointPath::InPhp,
+            endpoint::Path::ResPhp => wit_endpoint::EndpointPath::ResPhp,
+        };
+        let params: Vec<wit_endpoint::Param> = params
+            .iter()
+            .map(|(name, value)| wit_endpoint::Param { name: (*name).to_owned(), value: (*value).to_owned() })
+            .collect();
+        let f = self.0.read_format(path, &params).expect("no trap");
+        endpoint::ReplyFormat { json: f.json, cors: f.cors }
+    }
+
     fn read(&mut self, path: endpoint::Path, params: &[(&str, &str)], uploads: &[(&str, &[u8])]) -> ep::Read {
         let path = match path {
             endpoint::Path::InPhp => wit_endpoint::EndpointPath::InPhp,

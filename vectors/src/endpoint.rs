@@ -117,6 +117,11 @@ pub enum Call {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         uploads: Vec<Upload>,
     },
+    /// `read-format`; `path` is `in_php` or `res_php`.
+    ReadFormat {
+        path: String,
+        params: Vec<(String, String)>,
+    },
     Submitted {
         format: Format,
         task_type: String,
@@ -215,6 +220,7 @@ pub enum Read {
 /// types where the engine has them, owned copies otherwise.
 pub trait EndpointHost {
     fn read(&mut self, path: Path, params: &[(&str, &str)], uploads: &[(&str, &[u8])]) -> Read;
+    fn read_format(&mut self, path: Path, params: &[(&str, &str)]) -> ReplyFormat;
     fn render_submitted(&mut self, format: ReplyFormat, task_type: &str, id: &str) -> Reply;
     fn render_state(&mut self, format: ReplyFormat, task_type: &str, state: SolveState<'_>) -> Reply;
     fn render_states(&mut self, format: ReplyFormat, states: &[SolveState<'_>]) -> Reply;
@@ -240,6 +246,10 @@ impl EndpointHost for Native {
             Ok(endpoint::Request::Res(r)) => Read::Res { key: r.key, action: r.action, format: r.format },
             Err(refusal) => Read::Refused(refusal.into()),
         }
+    }
+
+    fn read_format(&mut self, path: Path, params: &[(&str, &str)]) -> ReplyFormat {
+        endpoint::read_format(path, params)
     }
 
     fn render_submitted(&mut self, format: ReplyFormat, task_type: &str, id: &str) -> Reply {
@@ -350,17 +360,23 @@ pub fn read_json(read: &Read) -> Value {
     }
 }
 
-/// Runs one case on `host` and gives its result: `{"submit"|"res"|"refusal"|"reply"|"send"|
-/// "rejected"|"recorded"|"failed": ...}`, or `{"error": ...}` for a case the vector gets wrong.
+/// A path as vectors write it: `in_php` or `res_php`.
+fn endpoint_path(path: &str) -> Option<Path> {
+    match path {
+        "in_php" => Some(Path::InPhp),
+        "res_php" => Some(Path::ResPhp),
+        _ => None,
+    }
+}
+
+/// Runs one case on `host` and gives its result: `{"submit"|"res"|"refusal"|"format"|"reply"|
+/// "send"|"rejected"|"recorded"|"failed": ...}`, or `{"error": ...}` for a case the vector gets
+/// wrong.
 pub fn run_case<H: EndpointHost>(host: &mut H, call: &Call) -> Value {
     let error = |e: String| json!({"error": e});
     match call {
         Call::Read { path, params, uploads } => {
-            let path = match path.as_str() {
-                "in_php" => Path::InPhp,
-                "res_php" => Path::ResPhp,
-                other => return error(format!("unknown path {other}")),
-            };
+            let Some(path) = endpoint_path(path) else { return error(format!("unknown path {path}")) };
             let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             let mut bytes = Vec::new();
             for upload in uploads {
@@ -371,6 +387,11 @@ pub fn run_case<H: EndpointHost>(host: &mut H, call: &Call) -> Value {
             }
             let uploads: Vec<(&str, &[u8])> = bytes.iter().map(|(n, b)| (*n, b.as_slice())).collect();
             read_json(&host.read(path, &params, &uploads))
+        }
+        Call::ReadFormat { path, params } => {
+            let Some(path) = endpoint_path(path) else { return error(format!("unknown path {path}")) };
+            let params: Vec<(&str, &str)> = params.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            json!({"format": format_json(host.read_format(path, &params))})
         }
         Call::Submitted { format, task_type, id } => {
             json!({"reply": reply_json(&host.render_submitted((*format).into(), task_type, id))})
@@ -430,7 +451,7 @@ pub fn run_case<H: EndpointHost>(host: &mut H, call: &Call) -> Value {
 /// Checks a result against its case's hand-written `expect`: `outcome` (the result's one key),
 /// and where given `code` (a refusal's or failure's), `task_type` (a submit's), `task` (a
 /// submit's whole task), `action` (a `res.php` question's), `body` and `content_type` (a reply's,
-/// or a refusal's reply's), `headers`.
+/// or a refusal's reply's), `headers`, `json` and `cors` (a format's).
 pub fn check_expect(expect: &Value, result: &Value) -> Result<(), String> {
     let (outcome, body) = result.as_object().and_then(|o| o.iter().next()).ok_or("an empty result")?;
     if expect.get("outcome").and_then(Value::as_str) != Some(outcome) {
@@ -442,9 +463,10 @@ pub fn check_expect(expect: &Value, result: &Value) -> Result<(), String> {
         "task_type" | "task" => body.get(key),
         "action" => body.get("action"),
         "body" | "content_type" | "headers" => reply.get(key),
+        "json" | "cors" if outcome == "format" => body.get(key),
         _ => None,
     };
-    for key in ["code", "task_type", "task", "action", "body", "content_type", "headers"] {
+    for key in ["code", "task_type", "task", "action", "body", "content_type", "headers", "json", "cors"] {
         if let Some(expected) = expect.get(key)
             && found(key) != Some(expected)
         {

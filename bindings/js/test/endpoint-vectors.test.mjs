@@ -91,6 +91,11 @@ function runCase(call) {
       }
       return { res: { key: r.key, action: actionJson(r.action), format: formatJson(r.format) } };
     }
+    case 'read_format': {
+      const path = { in_php: 'in-php', res_php: 'res-php' }[c.path];
+      const params = c.params.map(([name, value]) => ({ name, value }));
+      return { format: formatJson(endpoint.readFormat(path, params)) };
+    }
     case 'submitted':
       return { reply: replyJson(endpoint.renderSubmitted(witFormat(c.format), c.task_type, c.id)) };
     case 'state':

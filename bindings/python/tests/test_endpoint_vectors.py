@@ -81,6 +81,9 @@ def run_case(engine, call):
             return {"res": {"key": got.key, "action": action_json, "format": format_json(got.format)}}
         assert isinstance(got, Refusal)
         return {"refusal": refusal_json(got)}
+    if kind == "read_format":
+        path = {"in_php": "in.php", "res_php": "res.php"}[c["path"]]
+        return {"format": format_json(engine.read_format(path, [tuple(p) for p in c["params"]]))}
     if kind == "submitted":
         return {"reply": reply_json(engine.render_submitted(fmt(c["format"]), c["task_type"], c["id"]))}
     if kind == "state":

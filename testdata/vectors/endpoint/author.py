@@ -351,6 +351,21 @@ RENDER = [
          content_type=TEXT_CT),
 ]
 
+def read_format(about, path, params, fmt):
+    return case(about, {"read_format": {"path": path, "params": [list(p) for p in params]}}, outcome="format", **fmt)
+
+
+FORMAT = [
+    read_format("json=1 on in.php", "in_php", [("key", "not-a-client"), ("method", "turnstile"), ("json", "1")],
+                JSON),
+    read_format("no json: plain text", "res_php", [("key", "not-a-client"), ("action", "get"), ("id", "1")], TEXT),
+    read_format("json=0: plain text", "res_php", [("action", "get"), ("json", "0")], TEXT),
+    read_format("json=1 with header_acao=1 on res.php", "res_php", [("json", "1"), ("header_acao", "1")], CORS),
+    read_format("a malformed json: plain text", "in_php", [("json", "yes")], TEXT),
+    read_format("json=1 given twice", "res_php", [("json", "1"), ("json", "1")], JSON),
+    read_format("the format of a request whose key is malformed", "in_php", [("key", "x"), ("json", "1")], JSON),
+]
+
 REPORT = [
     case("reportbad for a CaptchaAI task", {"report": {"key": "0123456789abcdef0123456789abcdef",
                                                         "task_id": "73846221", "good": False}}, outcome="send"),
@@ -382,6 +397,8 @@ VECTORS = [
     ("endpoint_read_submit", "in.php requests as the official SDK, 2captcha-python and curl send them, and the "
                              "refusals CaptchaAI answers for bad ones", SUBMIT),
     ("endpoint_read_res", "res.php requests and their refusals", RES),
+    ("endpoint_read_format", "the reply format a request asks for, read even when the request is refused "
+                             "(for a host answering an unknown key)", FORMAT),
     ("endpoint_render", "replies rendered as CaptchaAI sends them, in JSON and plain text", RENDER),
     ("endpoint_report", "reportgood / reportbad forwarded to CaptchaAI and their replies read", REPORT),
 ]
