@@ -102,7 +102,7 @@ stage "conformance: the official captchaai SDK (PyPI, unmodified) against the em
 bash tests/conformance/run.sh
 
 
-stage "drop-in: the official SDK, 2captcha-python and curl through the edge's in.php/res.php (real Spin, nginx, Redis)"
+stage "drop-in: the official SDK, 2captcha-python, curl and the seeds' Airflow, Dagster and Mage code through the edge's in.php/res.php (real Spin, nginx, Redis, real frameworks)"
 # $CAPTCHAAI_SERVE: the dev build of the serve host the tests made; under CI=true a missing
 # Spin, nginx or redis-server fails the stage.
 CAPTCHAAI_SERVE="$PWD/target/debug/captchaai-serve" bash tests/drop-in/run.sh
