@@ -260,7 +260,7 @@ fn mean_ns(n: u32, mut f: impl FnMut()) -> f64 {
     }
     // The fastest of five batches: on a shared machine a batch that another process preempted
     // measures the machine, not the engine (one mean of all runs read 4.1-6.1 µs for `observe`
-    // under a concurrent build, the fastest batch 2.9-3.0 µs).
+    // under a concurrent build, the fastest batch 3.2 µs).
     (0..BATCHES)
         .map(|_| {
             let start = Instant::now();
