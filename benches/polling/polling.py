@@ -250,6 +250,7 @@ GOAL_NEAR = 0.02  # default c, modelled mix: no worse than the table by more tha
 GOAL_EXPLORE = 0.02  # exploration: at most 2% more polls than the chosen schedules on a stationary mix
 SETTLE_WITHIN = 100  # solves of the type after a mix shift
 SWEEP = [0, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 20]  # prices of a poll (s) the modelled mix's oracle is swept over
+BASELINES = ("fixed", "sdk", "2captcha")  # what adaptive polling's cost is held to: the table and the two SDKs
 REFERENCES = 5  # models warmed on the new mix (other draws each) a shifted model is held against
 INTERVAL_S = 5  # every type polls every 5 s
 DEADLINE_S = {"image": 60, "grid": 60, "bls": 60, "cloudflare_challenge": 300}  # others: 120 s
@@ -377,9 +378,9 @@ def main() -> int:
         for t in mix["types"]:
             task, measured = rows_of[t][2], ms(samples[m][t][args.warmup :])
             entries.append({"name": f"{m}/{t}/fixed", "task": task, "solve_ms": measured})
-            entries.append({"name": f"{m}/{t}/oracle", "task": task, "solve_ms": measured, "oracle": [round(c * 1000) for c in costs]})  # fmt: skip
-            if m == "modelled":
-                entries.append({"name": f"{m}/{t}/sweep", "task": task, "solve_ms": measured, "oracle": [round(c * 1000) for c in SWEEP]})  # fmt: skip
+            # The modelled mix's oracle is also swept over SWEEP's prices, after `costs`.
+            priced = costs + (SWEEP if m == "modelled" else [])
+            entries.append({"name": f"{m}/{t}/oracle", "task": task, "solve_ms": measured, "oracle": [round(c * 1000) for c in priced]})  # fmt: skip
             for c in costs:
                 entries.append({"name": f"{m}/{t}/adaptive/{c:g}", "task": task, "solve_ms": ms(samples[m][t]),
                                 "adaptive": True, "poll_cost_ms": round(c * 1000)})  # fmt: skip
@@ -473,8 +474,8 @@ def main() -> int:
             ours, theirs = cost(results[pair][("adaptive", c)], c), cost(results[pair][other], c)
             return ours <= theirs * (1 + TIE)
 
-        wins = {o: [p for p in pairs if no_costlier(p, o)] for o in ("fixed", "sdk", "2captcha")}
-        all_three = [p for p in pairs if all(no_costlier(p, o) for o in ("fixed", "sdk", "2captcha"))]
+        wins = {o: [p for p in pairs if no_costlier(p, o)] for o in BASELINES}
+        all_three = [p for p in pairs if all(no_costlier(p, o) for o in BASELINES)]
         ratios = {p: cost(results[p][("adaptive", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs}
         worst = max(ratios, key=ratios.get)
         median = statistics.median(ratios.values())
@@ -486,7 +487,7 @@ def main() -> int:
         # How much room a pair leaves: the best of the three baselines within 1% of the best
         # schedule in hindsight (on the very solves) leaves adaptive polling under 1.5% for its
         # estimate's error and its exploration together.
-        tight = [p for p in pairs if min(cost(results[p][o], c) for o in ("fixed", "sdk", "2captcha"))
+        tight = [p for p in pairs if min(cost(results[p][o], c) for o in BASELINES)
                  <= cost(results[p][("oracle", c)], c) * 1.01]  # fmt: skip
         room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / len(pairs):.1%}; adaptive loses {sum(p not in all_three for p in tight)})")
         check(f"share@{c:g}", share, GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
@@ -511,7 +512,7 @@ def main() -> int:
         print("|---|---|---|---|---|---|---|---|")
         for t, dist in mix["types"].items():
             r = results[(m, t)]
-            by_c = " · ".join("/".join(f"{cost(r[k], c):.2f}" for k in ("fixed", "sdk", "2captcha", ("adaptive", c), ("oracle", c)))
+            by_c = " · ".join("/".join(f"{cost(r[k], c):.2f}" for k in (*BASELINES, ("adaptive", c), ("oracle", c)))
                               for c in costs)  # fmt: skip
             o = r[("oracle", default_c)]
             print(f"| {t} | {describe(dist)} | {cell(r['fixed'])} | {cell(r['sdk'])} | {cell(r['2captcha'])} | "
@@ -528,7 +529,7 @@ def main() -> int:
             near = {c: [] for c in SWEEP}
             for t in mix["types"]:
                 f = results[(m, t)]["fixed"]
-                for c, (_, _, _, _, polls, delay) in zip(SWEEP, out[f"{m}/{t}/sweep"]):
+                for c, (_, _, _, _, polls, delay) in zip(SWEEP, out[f"{m}/{t}/oracle"][len(costs) :]):
                     if max(rel(polls, f["polls"]), rel(delay / 1000, f["delay"])) <= GOAL_NEAR:
                         near[c].append(t)
             print(f"The best schedule in hindsight within {GOAL_NEAR:.0%} of the table on polls and on delay, per price of a "
@@ -545,13 +546,20 @@ def main() -> int:
     print("| type | " + " | ".join(f"{a}→{b}" for a, b in shipped_shifts) + " |")
     print("|---|" + "---|" * len(shipped_shifts))
     table = {t: [] for t in types}
+    excess = {"early": [], "late": []}
     for a, b in shifts:
         for t in mixes[a]["types"]:
             key = f"{a}>{b}/{t}"
             if key not in out:
                 continue
-            n = settle(after_shift(key), [after_shift(f"{b}>{b}/{a}/{t}/{k}") for k in range(REFERENCES)],
-                       late_share(mixes[b]["types"][t]))  # fmt: skip
+            ours, refs = after_shift(key), [after_shift(f"{b}>{b}/{a}/{t}/{k}") for k in range(REFERENCES)]
+            n = settle(ours, refs, late_share(mixes[b]["types"][t]))
+            # What the shift costs users (not a goal check): the shifted model's cost at the
+            # default c over the references' mean cost on the same solves, in the first
+            # SETTLE_WITHIN solves after the shift and in the rest.
+            for part, span in (("early", slice(0, SETTLE_WITHIN)), ("late", slice(SETTLE_WITHIN, None))):
+                theirs = statistics.fmean(cost(summarise(ref[span]), default_c) for ref in refs)
+                excess[part].append(cost(summarise(ours[span]), default_c) / theirs - 1)
             total_n += 1
             ok = n is not None and n <= SETTLE_WITHIN
             settled_n += ok
@@ -567,21 +575,6 @@ def main() -> int:
           f"{'; not: ' + ', '.join(unsettled[:20]) + (' ...' if len(unsettled) > 20 else '') if unsettled else ''}.\n")  # fmt: skip
     check("shifts", share, GOAL_SHARE, f"{share:.1%} of shifts settle within {SETTLE_WITHIN} solves (goal {GOAL_SHARE:.0%})",
           at_least=True)
-    # What a shift costs users (not a goal check): the shifted model's cost at the default c over
-    # the references' mean cost on the same solves, in the first 100 solves after the shift and
-    # in the rest.
-    excess = {"early": [], "late": []}
-    for a, b in shifts:
-        for t in mixes[a]["types"]:
-            key = f"{a}>{b}/{t}"
-            if key not in out:
-                continue
-            ours = after_shift(key)
-            refs = [after_shift(f"{b}>{b}/{a}/{t}/{k}") for k in range(REFERENCES)]
-            for part, span in (("early", slice(0, SETTLE_WITHIN)), ("late", slice(SETTLE_WITHIN, None))):
-                mine = cost(summarise(ours[span]), default_c)
-                theirs = statistics.fmean(cost(summarise(ref[span]), default_c) for ref in refs)
-                excess[part].append(mine / theirs - 1)
     print(f"After a shift (not a goal check): the shifted model costs {statistics.fmean(excess['early']):+.1%} "
           f"(median {statistics.median(excess['early']):+.1%}) over the mean of the references in the first "
           f"{SETTLE_WITHIN} solves, {statistics.fmean(excess['late']):+.1%} (median "
