@@ -336,16 +336,17 @@ def settle(rows: list[tuple[int, float]], references: list[list[tuple[int, float
 
 
 def run_schedule(wait: int, after: int, until: int, solve_s: list[float]) -> dict:
-    """A schedule of adaptive polling's family (first poll at `wait` s, then every interval; with
-    `after` > 0 the poll after regular poll `after` waits until `until` s, then every interval),
-    as `polling-bench`'s oracle gives it, on these solve times: polls, delay."""
+    """A schedule of adaptive polling's family as `polling-bench`'s oracle gives it (first poll
+    `wait` s after the submit, then one every interval; with `after` > 0, the poll after regular
+    poll `after` at `until` s, then one every interval) on these solve times: polls, delay. A poll
+    at t s finds an answer ready at t s or before, in whole ms, as the oracle counts."""
+    last_regular_ms = (wait + (after - 1) * INTERVAL_S) * 1000 if after else math.inf
     rows = []
     for s in solve_s:
-        ms_ = round(s * 1000)
-        last_regular = wait + (after - 1) * INTERVAL_S if after else math.inf
-        base, before = (wait, 0) if ms_ <= last_regular * 1000 else (until, after)
-        n = max(0, math.ceil((ms_ - base * 1000) / (INTERVAL_S * 1000)))
-        rows.append((before + n + 1, (base + n * INTERVAL_S) - ms_ / 1000))
+        ready_ms = round(s * 1000)
+        start, polls_before = (wait, 0) if ready_ms <= last_regular_ms else (until, after)
+        waits = max(0, math.ceil((ready_ms - start * 1000) / (INTERVAL_S * 1000)))
+        rows.append((polls_before + waits + 1, start + waits * INTERVAL_S - ready_ms / 1000))
     return summarise(rows)
 
 
