@@ -492,8 +492,8 @@ def main() -> int:
     pairs = list(results)
     room, known = [], []
     for c in costs:
-        def no_costlier(pair, other) -> bool:
-            ours, theirs = cost(results[pair][("adaptive", c)], c), cost(results[pair][other], c)
+        def no_costlier(pair, other, who=("adaptive", c)) -> bool:
+            ours, theirs = cost(results[pair][who], c), cost(results[pair][other], c)
             return ours <= theirs * (1 + TIE)
 
         wins = {o: [p for p in pairs if no_costlier(p, o)] for o in BASELINES}
@@ -511,7 +511,7 @@ def main() -> int:
         # estimate's error and its exploration together.
         tight = [p for p in pairs if min(cost(results[p][o], c) for o in BASELINES)
                  <= cost(results[p][("oracle", c)], c) * 1.01]  # fmt: skip
-        beaten = [p for p in pairs if all(cost(results[p][("known", c)], c) <= cost(results[p][o], c) * (1 + TIE) for o in BASELINES)]
+        beaten = [p for p in pairs if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
         over = statistics.median(cost(results[p][("known", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
         known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / len(pairs):.1%}; oracle {over:+.1%} on the median pair)")
         room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / len(pairs):.1%}; adaptive loses {sum(p not in all_three for p in tight)})")
