@@ -703,7 +703,11 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   (the weight decays by `1/memory` per observation and is forgotten below an eighth; at
 ///   most `most_remembered` intervals, the lightest forgotten first), and estimates the ready
 ///   times' distribution from them by `em_rounds` rounds of the self-consistency (EM)
-///   algorithm for interval-censored data, from each interval spread evenly over its seconds.
+///   algorithm for interval-censored data, smoothed: each round spreads `smoothing_permille`
+///   of every interval's share evenly over its seconds, the rest in proportion to the estimate
+///   within it. (Unsmoothed, the estimate lets old narrow intervals hold the mass of newer wide
+///   ones after a shift, and the model stays where it was; the price is a few percent of mass
+///   where no answer was seen.)
 /// - **Exploration.** The distribution before the first poll cannot be seen from solves that
 ///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
 ///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
@@ -733,6 +737,9 @@ pub(crate) struct AdaptiveRule {
     pub most_exploring_per_65536: u64,
     /// Rounds of the EM algorithm per estimate.
     pub em_rounds: u32,
+    /// The share (thousandths) of each interval's mass that each EM round spreads evenly over
+    /// the interval's seconds, whatever the estimate within it.
+    pub smoothing_permille: u64,
     /// The most intervals a model remembers (its text stays under 1 KiB).
     pub most_remembered: usize,
 }
@@ -744,6 +751,7 @@ pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     explore_permille: 20,
     most_exploring_per_65536: 8_192,
     em_rounds: 4,
+    smoothing_permille: 100,
     most_remembered: 56,
 };
 

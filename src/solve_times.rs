@@ -262,90 +262,94 @@ impl SolveTimes {
         }
     }
 
-    /// Estimates the mass ready in each second from the remembered intervals: the
-    /// nonparametric maximum likelihood estimate for interval-censored data, approximated by
-    /// [`ADAPTIVE`]'s `em_rounds` rounds of EM (Turnbull's self-consistency algorithm). Its mass
-    /// lies in Turnbull's innermost intervals (each the stretch from a remembered start to the
-    /// next remembered end, with no other start or end inside it); each interval's share starts
-    /// spread evenly over the seconds of the innermost intervals inside it, and each round
-    /// spreads it again in proportion to the estimate there. A round is linear in intervals:
-    /// an interval's share over the estimate within it is added at its first innermost interval
-    /// and taken off after its last, of a running sum. Within an innermost interval the mass is
-    /// even.
+    /// Estimates the mass ready in each second from the remembered intervals by
+    /// [`ADAPTIVE`]'s `em_rounds` rounds of the self-consistency (EM) algorithm for
+    /// interval-censored data, smoothed: each round spreads `smoothing_permille` of every
+    /// interval's share evenly over its seconds and the rest in proportion to the estimate
+    /// within it. Each interval's share starts in Turnbull's innermost intervals inside it (a
+    /// remembered start followed by a remembered end; every interval holds one), plus the
+    /// smoothed part. The mass lives on segments, the stretches between consecutive remembered
+    /// starts and ends, and is even within each; a round is linear in intervals and segments (an
+    /// interval's rate is added at its first segment and taken off after its last, of a running
+    /// sum).
     fn estimate(&mut self) {
         const MOST: usize = ADAPTIVE.most_remembered;
+        const EDGES: usize = 2 * MOST;
         self.plan.set(None);
         self.mass.clear();
         let total: u64 = self.seen.iter().map(|seen| u64::from(seen.weight)).sum();
         if total == 0 {
             return;
         }
-        // Starts are in order already (`seen` is); ends are sorted. An innermost interval is a
-        // start followed by an end, an end coming first at the same second ((a, b] and (b, c]
-        // do not meet).
+        // The edges: every remembered start and end, in order, once each.
         let n = self.seen.len();
-        let mut ends = [0u32; MOST];
-        for (end, seen) in ends.iter_mut().zip(&self.seen) {
-            *end = seen.to;
+        let mut edges = [0u32; EDGES];
+        for (pair, seen) in edges.chunks_exact_mut(2).zip(&self.seen) {
+            pair.copy_from_slice(&[seen.from, seen.to]);
         }
-        let ends = &mut ends[..n];
-        ends.sort_unstable();
-        let mut innermost = [(0u32, 0u32); MOST];
-        let (mut count, mut e) = (0, 0);
-        for (i, seen) in self.seen.iter().enumerate() {
-            while e < n && ends[e] <= seen.from {
-                e += 1;
-            }
-            // The last start before the next end opens an innermost interval.
-            if e < n && self.seen.get(i + 1).is_none_or(|next| next.from >= ends[e]) {
-                innermost[count] = (seen.from, ends[e]);
+        edges[..2 * n].sort_unstable();
+        let mut count = 0;
+        for j in 0..2 * n {
+            if count == 0 || edges[j] != edges[count - 1] {
+                edges[count] = edges[j];
                 count += 1;
             }
         }
-        let innermost = &innermost[..count];
-        let length = |k: usize| u64::from(innermost[k].1 - innermost[k].0);
-        let mut seconds_before = [0u64; MOST + 1];
-        for k in 0..count {
-            seconds_before[k + 1] = seconds_before[k] + length(k);
-        }
-        // Each interval: the innermost intervals inside it and its share of the total mass (`2^32`).
+        let edges = &edges[..count];
+        let segments = count - 1;
+        let length = |k: usize| u64::from(edges[k + 1] - edges[k]);
+        // Each interval: its first segment, the one after its last, and its share of `2^32`.
+        let at = |second: u32| edges.partition_point(|&edge| edge < second);
+        let (mut starts, mut ends) = ([false; EDGES], [false; EDGES]);
         let mut intervals = [(0usize, 0usize, 0u64); MOST];
-        let mut first = 0;
         for (interval, seen) in intervals.iter_mut().zip(&self.seen) {
-            while first < count && innermost[first].0 < seen.from {
-                first += 1;
-            }
-            let after = innermost.partition_point(|&(_, end)| end <= seen.to);
-            *interval = (first, after.max(first + 1).min(count), (u64::from(seen.weight) << ONE_SHIFT) / total);
+            let (first, after) = (at(seen.from), at(seen.to));
+            (starts[first], ends[after]) = (true, true);
+            *interval = (first, after, (u64::from(seen.weight) << ONE_SHIFT) / total);
         }
         let intervals = &intervals[..n];
-        let mut delta = [0i64; MOST + 1];
-        for &(from, to, share) in intervals {
-            let per_second = (share / (seconds_before[to] - seconds_before[from]).max(1)) as i64;
-            delta[from] += per_second;
-            delta[to] -= per_second;
+        let innermost = |k: usize| starts[k] && ends[k + 1];
+        let (mut seconds_before, mut innermost_before) = ([0u64; EDGES], [0u64; EDGES]);
+        for k in 0..segments {
+            seconds_before[k + 1] = seconds_before[k] + length(k);
+            innermost_before[k + 1] = innermost_before[k] + if innermost(k) { length(k) } else { 0 };
         }
-        let mut mass = [0u64; MOST];
-        running(&delta[..=count], |k, per_second| mass[k] = per_second * length(k));
-        let mut within = [0u64; MOST + 1];
+        let smoothing = ADAPTIVE.smoothing_permille;
+        // Per second of each segment: the smoothed part of every interval over it (the same each
+        // round), and the rest of the shares over its innermost seconds (the first estimate).
+        let (mut smooth, mut first) = ([0i64; EDGES], [0i64; EDGES]);
+        for &(from, to, share) in intervals {
+            let even = (share * smoothing / 1_000 / (seconds_before[to] - seconds_before[from])) as i64;
+            (smooth[from], smooth[to]) = (smooth[from] + even, smooth[to] - even);
+            let rest = share * (1_000 - smoothing) / 1_000;
+            let even = (rest / (innermost_before[to] - innermost_before[from]).max(1)) as i64;
+            (first[from], first[to]) = (first[from] + even, first[to] - even);
+        }
+        let (mut mass, mut smoothed) = ([0u64; EDGES], [0u64; EDGES]);
+        running(&smooth[..count], |k, per_second| smoothed[k] = per_second * length(k));
+        running(&first[..count], |k, per_second| {
+            mass[k] = smoothed[k] + if innermost(k) { per_second * length(k) } else { 0 };
+        });
+        let mut within = [0u64; EDGES];
         for _ in 0..ADAPTIVE.em_rounds {
-            for k in 0..count {
+            for k in 0..segments {
                 within[k + 1] = within[k] + mass[k];
             }
-            delta = [0; MOST + 1];
+            let mut delta = [0i64; EDGES];
             for &(from, to, share) in intervals {
                 // Nothing left within it (rounding) keeps it out of this round.
-                if let Some(rate) = (share << RATE_SHIFT).checked_div(within[to] - within[from]) {
+                let rest = share * (1_000 - smoothing) / 1_000;
+                if let Some(rate) = (rest << RATE_SHIFT).checked_div(within[to] - within[from]) {
                     delta[from] += rate as i64;
                     delta[to] -= rate as i64;
                 }
             }
-            running(&delta[..=count], |k, rate| mass[k] = (mass[k] * rate) >> RATE_SHIFT);
+            running(&delta[..count], |k, rate| mass[k] = smoothed[k] + ((mass[k] * rate) >> RATE_SHIFT));
         }
         self.mass.resize(self.horizon() as usize, 0);
-        for (k, &(start, end)) in innermost.iter().enumerate() {
+        for k in 0..segments {
             let per_second = mass[k] / length(k);
-            self.mass[start as usize..end as usize].fill(per_second);
+            self.mass[edges[k] as usize..edges[k + 1] as usize].fill(per_second);
         }
     }
 }

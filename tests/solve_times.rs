@@ -136,16 +136,22 @@ fn slow_solves_push_the_first_poll_back() {
     assert!(solved.unwrap().polls < fixed.unwrap().polls);
 }
 
-/// Answers always ready 20.5 s after the submit: the model learns to poll first at 21 s, where
-/// one poll finds every answer half a second after it is ready (it polls at the table's 13 s
-/// and every 5 s before, and explores the seconds around its first poll).
+/// Answers always ready 20.5 s after the submit (it polls at the table's 13 s and every 5 s
+/// before, and explores the seconds around its first poll): the best schedule of the family polls
+/// first at 21 s, where one poll finds every answer half a second after it is ready. The model
+/// learns it to within one poll or 2 s of waiting: its smoothed estimate keeps a few percent of
+/// the mass where no answer was seen, so a cheap poll may go before 21 s and with a dear one the
+/// first poll may wait a little longer, to be surer of finding the answer.
 #[test]
-fn the_model_learns_the_best_schedule_of_the_family() {
-    for poll_cost_ms in [0, 1_000, 60_000] {
+fn answers_ready_at_one_time_cost_at_most_a_poll_or_two_seconds_over_the_best_schedule() {
+    for poll_cost_ms in [0, 250, 1_000, 4_000, 60_000] {
         let config = Config { poll_cost_ms, ..Config::default() };
         let model = taught_at(200, &config, |_| 20_500);
         let (_, main) = model.schedule(&config, T0).unwrap();
-        assert_eq!(main, Schedule { first_wait_ms: 21_000, gap: None }, "at {poll_cost_ms} ms a poll");
+        let polls = (1..=10).find(|&n| main.poll_ms(n, 5_000) >= 20_500).unwrap();
+        let cost = main.poll_ms(polls, 5_000) - 20_500 + u64::from(polls) * poll_cost_ms;
+        let best = 500 + poll_cost_ms;
+        assert!(cost <= best + poll_cost_ms.max(2_000), "{main:?} costs {cost} ms at {poll_cost_ms} ms a poll");
     }
 }
 
@@ -194,7 +200,9 @@ fn a_few_solves_explore_and_the_creation_time_decides_which() {
             waits.insert(this.first_wait_ms);
         }
     }
-    assert!((1..=1_000).contains(&exploring), "{exploring} of 8,000 explore");
+    // At most an eighth of the solves explore: of 8,000 hashed creation times, 1,000 plus
+    // three standard deviations of the draw (about 90) at the most.
+    assert!((1..=1_090).contains(&exploring), "{exploring} of 8,000 explore");
     let main = main_schedule(&model).first_wait_ms;
     assert!(waits.iter().any(|&w| w < main) && waits.iter().any(|&w| w > main), "{waits:?} around {main}");
 }

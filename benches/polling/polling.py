@@ -19,7 +19,8 @@ All see the same solve times (seeded draws per type and mix), a service that ans
 mixes.json beside this file: `modelled`, the emulator's defaults; `fast`, `slow`, `bimodal`)
 and `--generated N` mixes nobody picked, drawn from `--gen-seed`: per type a uniform,
 triangular, lognormal or two-mode distribution with parameters drawn log-uniformly across
-0.3-150 s (at most the type's deadline less one poll interval and a second). None is measured
+0.3-150 s (at most the type's deadline less one poll interval and a second), or a narrow one
+(uniform or lognormal within 0.5-5% of such a point). None is measured
 on the live service. It ends with issue 35's goal checks and the engine-cost numbers
 (`polling-bench cost`), and exits 1 when a goal check fails; with `--gate FILE`, instead when a
 check fails the bound FILE's `guards` give it (scripts/test.sh's short run: short-run-guards.json).
@@ -271,8 +272,10 @@ def loguniform(rng: random.Random, lo: float, hi: float) -> float:
 
 def generated_dist(rng: random.Random, top: float) -> dict:
     """One type's solve times nobody picked: a uniform, triangular, lognormal or two-mode
-    distribution, its parameters drawn log-uniformly across 0.3 s to `top`."""
-    kind = rng.choice(["uniform", "triangular", "lognormal", "mixture"])
+    distribution, its parameters drawn log-uniformly across 0.3 s to `top`; or a narrow one (a
+    service that answers within a second or so every time): uniform or lognormal around a point
+    drawn the same way, its half-width or sigma drawn log-uniformly from 0.5% to 5% of it."""
+    kind = rng.choice(["uniform", "triangular", "lognormal", "mixture", "narrow"])
     point = lambda: round(loguniform(rng, 0.3, top), 1)  # noqa: E731
 
     def simple() -> dict:
@@ -288,6 +291,11 @@ def generated_dist(rng: random.Random, top: float) -> dict:
         return {"triangular": [lo, mode, hi]}
     if kind == "lognormal":
         return {"lognormal": {"median": point(), "sigma": round(rng.uniform(0.1, 1.0), 2), "min": 0.3, "max": top}}
+    if kind == "narrow":
+        center, spread = point(), loguniform(rng, 0.005, 0.05)
+        if rng.random() < 0.5:
+            return {"uniform": [round(center * (1 - spread), 2), round(center * (1 + spread), 2)]}
+        return {"lognormal": {"median": center, "sigma": round(spread, 3), "min": 0.3, "max": top}}
     modes = sorted([simple(), simple()], key=lambda d: statistics.fmean(next(iter(d.values()))))
     weight = round(rng.uniform(0.5, 0.9), 2)
     return {"mixture": [[weight, modes[0]], [round(1 - weight, 2), modes[1]]]}
