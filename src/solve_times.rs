@@ -298,14 +298,17 @@ impl SolveTimes {
         let edges = &edges[..count];
         let segments = count - 1;
         let length = |k: usize| u64::from(edges[k + 1] - edges[k]);
-        // Each interval: its first segment, the one after its last, and its share of `2^32`.
+        // Each interval: its first segment, the one after its last, and its share of `2^32` in
+        // two parts, the smoothed one and the rest.
         let at = |second: u32| edges.partition_point(|&edge| edge < second);
         let (mut starts, mut ends) = ([false; EDGES], [false; EDGES]);
-        let mut intervals = [(0usize, 0usize, 0u64); MOST];
+        let smoothing = ADAPTIVE.smoothing_permille;
+        let mut intervals = [(0usize, 0usize, 0u64, 0u64); MOST];
         for (interval, seen) in intervals.iter_mut().zip(&self.seen) {
             let (first, after) = (at(seen.from), at(seen.to));
             (starts[first], ends[after]) = (true, true);
-            *interval = (first, after, (u64::from(seen.weight) << ONE_SHIFT) / total);
+            let share = (u64::from(seen.weight) << ONE_SHIFT) / total;
+            *interval = (first, after, share * smoothing / 1_000, share * (1_000 - smoothing) / 1_000);
         }
         let intervals = &intervals[..n];
         let innermost = |k: usize| starts[k] && ends[k + 1];
@@ -314,14 +317,12 @@ impl SolveTimes {
             seconds_before[k + 1] = seconds_before[k] + length(k);
             innermost_before[k + 1] = innermost_before[k] + if innermost(k) { length(k) } else { 0 };
         }
-        let smoothing = ADAPTIVE.smoothing_permille;
         // Per second of each segment: the smoothed part of every interval over it (the same each
         // round), and the rest of the shares over its innermost seconds (the first estimate).
         let (mut smooth, mut first) = ([0i64; EDGES], [0i64; EDGES]);
-        for &(from, to, share) in intervals {
-            let even = (share * smoothing / 1_000 / (seconds_before[to] - seconds_before[from])) as i64;
+        for &(from, to, smoothed, rest) in intervals {
+            let even = (smoothed / (seconds_before[to] - seconds_before[from])) as i64;
             (smooth[from], smooth[to]) = (smooth[from] + even, smooth[to] - even);
-            let rest = share * (1_000 - smoothing) / 1_000;
             let even = (rest / (innermost_before[to] - innermost_before[from]).max(1)) as i64;
             (first[from], first[to]) = (first[from] + even, first[to] - even);
         }
@@ -336,9 +337,8 @@ impl SolveTimes {
                 within[k + 1] = within[k] + mass[k];
             }
             let mut delta = [0i64; EDGES];
-            for &(from, to, share) in intervals {
+            for &(from, to, _, rest) in intervals {
                 // Nothing left within it (rounding) keeps it out of this round.
-                let rest = share * (1_000 - smoothing) / 1_000;
                 if let Some(rate) = (rest << RATE_SHIFT).checked_div(within[to] - within[from]) {
                     delta[from] += rate as i64;
                     delta[to] -= rate as i64;
