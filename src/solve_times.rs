@@ -165,7 +165,9 @@ impl SolveTimes {
         let horizon = self.horizon();
         let to = u32::try_from(solution.elapsed_ms.div_ceil(1_000)).unwrap_or(u32::MAX).clamp(1, horizon);
         let from = u32::try_from(solution.elapsed_ms.saturating_sub(wait_before) / 1_000).unwrap_or(u32::MAX);
-        self.remember(from.min(to - 1), to);
+        let from = from.min(to - 1);
+        let surprising = self.surprising(from, to);
+        self.remember(from, to, surprising);
         self.observations = self.observations.saturating_add(1);
         self.estimate();
         true
@@ -245,10 +247,24 @@ impl SolveTimes {
         u32::try_from(self.spec.deadline_ms / 1_000).unwrap_or(u32::MAX).clamp(2, schedule::MOST_SECONDS as u32)
     }
 
-    /// Decays what is remembered and adds one observation of `from..to`.
-    fn remember(&mut self, from: u32, to: u32) {
+    /// Whether the estimate puts less than `surprise_permille` of the mass of an even spread
+    /// over the horizon on `from..to`.
+    fn surprising(&self, from: u32, to: u32) -> bool {
+        let total: u64 = self.mass.iter().sum();
+        if total == 0 {
+            return false;
+        }
+        let within: u64 = self.mass.get(from as usize..to as usize).map_or(0, |mass| mass.iter().sum());
+        u128::from(within) * u128::from(self.horizon()) * 1_000
+            < u128::from(total) * u128::from(to - from) * u128::from(ADAPTIVE.surprise_permille)
+    }
+
+    /// Decays what is remembered (faster before a surprising observation) and adds one
+    /// observation of `from..to`.
+    fn remember(&mut self, from: u32, to: u32, surprising: bool) {
+        let memory = if surprising { ADAPTIVE.surprised_memory } else { ADAPTIVE.memory };
         for seen in &mut self.seen {
-            seen.weight -= seen.weight / ADAPTIVE.memory;
+            seen.weight -= seen.weight / memory;
         }
         self.seen.retain(|seen| seen.weight >= UNIT / 8);
         let new = Seen { from, to, weight: UNIT };

@@ -260,6 +260,44 @@ fn a_gap_in_solve_times_is_skipped_and_snapshots_keep_it() {
     assert_eq!(after_gap.at - start, polls[after]);
 }
 
+/// The remembered intervals' weights, from the text form's `seen` (`from:to:weight,..`).
+fn weights(model: &SolveTimes) -> Vec<((u32, u32), u32)> {
+    let text: serde_json::Value = serde_json::from_str(&model.to_string()).unwrap();
+    let seen = text["seen"].as_str().unwrap();
+    seen.split(',')
+        .map(|entry| {
+            let parts: Vec<u32> = entry.split(':').map(|part| part.parse().unwrap()).collect();
+            ((parts[0], parts[1]), parts[2])
+        })
+        .collect()
+}
+
+/// An answer the estimate makes unlikely (ready at 60 s when every one so far was ready at 8 s)
+/// forgets the past faster: every remembered weight loses an eighth, where an expected answer
+/// takes a fortieth. So after a shift the old intervals fade within a few dozen solves.
+#[test]
+fn a_surprising_answer_forgets_the_past_faster() {
+    let model = learned(8_000, 60);
+    let before = weights(&model);
+    for (ready_ms, kept) in [(8_000, 39.0 / 40.0), (60_000, 7.0 / 8.0)] {
+        let mut model = model.clone();
+        let start = not_exploring(&model, &Config::default());
+        let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), start, ready_ms);
+        assert!(model.observe(&solved.unwrap()));
+        let after = weights(&model);
+        for (interval, weight) in &before {
+            let now = after.iter().find(|(seen, _)| seen == interval).map_or(0, |(_, weight)| *weight);
+            // The answer at 8 s adds its own weight to the interval it falls in.
+            let now = if now > *weight { now - 1_024 } else { now };
+            let expected = (f64::from(*weight) * kept).ceil() as u32;
+            assert!(
+                now.abs_diff(expected) <= 1,
+                "{interval:?}: {weight} -> {now}, expected {expected} ({ready_ms} ms)"
+            );
+        }
+    }
+}
+
 #[test]
 fn resubmitted_and_pollless_solves_are_not_observed() {
     let mut model = SolveTimes::new("turnstile").unwrap();
