@@ -702,15 +702,15 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   in whole seconds. The model remembers these intervals, each weighted by how recent it is
 ///   (the weight decays by `1/memory` per observation, or by `1/surprised_memory` before a
 ///   surprising one, and is forgotten below an eighth; at most `most_remembered` intervals, the
-///   lightest forgotten first), and estimates the ready
-///   times' distribution from them by `em_rounds` rounds of the self-consistency (EM)
-///   algorithm for interval-censored data, smoothed: each round spreads `smoothing_permille`
-///   of every interval's share evenly over its seconds, the rest in proportion to the estimate
-///   within it. (Unsmoothed, the estimate lets old narrow intervals hold the mass of newer wide
-///   ones after a shift, and the model stays where it was; the price is a few percent of mass
-///   where no answer was seen.) An observation is surprising where the estimate puts under
-///   `surprise_permille` of an even spread's mass over the horizon on its interval: the service
-///   has likely changed, so the past fades faster.
+///   lightest forgotten first), and estimates the ready times' distribution from them by
+///   `em_rounds` rounds of the self-consistency (EM) algorithm for interval-censored data,
+///   smoothed: each round spreads `smoothing_permille` of every interval's share evenly over
+///   its seconds, the rest in proportion to the estimate within it. (Unsmoothed, the estimate
+///   lets old narrow intervals hold the mass of newer wide ones after a shift, and the model
+///   stays where it was; the price is a few percent of mass where no answer was seen.) An
+///   observation is surprising where the estimate puts under `surprise_permille` of an even
+///   spread's mass over the horizon on its interval: the service has likely changed, so the
+///   past fades faster.
 /// - **Exploration.** The distribution before the first poll cannot be seen from solves that
 ///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
 ///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
