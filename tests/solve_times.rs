@@ -279,7 +279,7 @@ fn weights(model: &SolveTimes) -> Vec<((u32, u32), u32)> {
 fn a_surprising_answer_forgets_the_past_faster() {
     let model = learned(8_000, 60);
     let before = weights(&model);
-    for (ready_ms, kept) in [(8_000, 39.0 / 40.0), (60_000, 7.0 / 8.0)] {
+    for (ready_ms, memory) in [(8_000, 40), (60_000, 8)] {
         let mut model = model.clone();
         let start = not_exploring(&model, &Config::default());
         let (_, solved) = drive(TURNSTILE, &Config::default(), Some(&model), start, ready_ms);
@@ -289,11 +289,7 @@ fn a_surprising_answer_forgets_the_past_faster() {
             let now = after.iter().find(|(seen, _)| seen == interval).map_or(0, |(_, weight)| *weight);
             // The answer at 8 s adds its own weight to the interval it falls in.
             let now = if now > *weight { now - 1_024 } else { now };
-            let expected = (f64::from(*weight) * kept).ceil() as u32;
-            assert!(
-                now.abs_diff(expected) <= 1,
-                "{interval:?}: {weight} -> {now}, expected {expected} ({ready_ms} ms)"
-            );
+            assert_eq!(now, weight - weight / memory, "{interval:?}: {weight} ({ready_ms} ms)");
         }
     }
 }
