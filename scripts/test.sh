@@ -16,7 +16,20 @@ stage() {
   [ $# -eq 0 ] || { stages+=("${1%%:*}"); printf '== [%dm%02ds] %s\n' $(((now - started) / 60)) $(((now - started) % 60)) "$1"; }
 }
 report() { local rc=$?; stage; echo "== stage times (exit $rc, $(( ($(date +%s) - started) / 60 )) min total):"; printf '  %s\n' "${stages[@]}"; }
-trap report EXIT
+# beside NAME CMD...: runs CMD in the background, in its own process group, its output to
+# target/lane-NAME.log; `join NAME` waits for it, prints that output and fails when CMD failed.
+# A lane still running when the script exits (a failure elsewhere) is stopped.
+declare -A lanes=()
+beside() { local name=$1; shift; setsid "$@" </dev/null > "target/lane-$name.log" 2>&1 & lanes[$name]=$!; }
+join() {
+  local name=$1 rc=0
+  wait "${lanes[$name]}" || rc=$?
+  unset "lanes[$name]"
+  sed "s/^/[$name] /" "target/lane-$name.log"
+  [ $rc -eq 0 ] || { echo "test: $name failed (exit $rc)" >&2; exit $rc; }
+}
+stop_lanes() { local pid; for pid in "${lanes[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
+trap 'stop_lanes; report' EXIT
 
 stage "setup: wasm targets, binaryen, redis-server, nginx, sqlite3 (installed when missing)"
 source scripts/setup.sh
@@ -87,22 +100,24 @@ export CAPTCHAAI_EMULATOR="$PWD/target/debug/captchaai-emulator"
 bash bindings/python/test.sh -q
 stage "bindings: the same engine .wasm from JavaScript (jco)"
 bash bindings/js/test.sh
-stage "integrations: Airflow 3, Dagster, Prefect 3, Mage, Temporal (a real dev server), each in its own venv (real frameworks)"
+# The late stages mostly wait (on the emulator's solve times, Spin, pip, framework start-up), so
+# they run in two lanes: the contract and conformance beside the integrations and dist, drop-in
+# beside the docs check. Drop-in needs the integrations' framework venvs, and the integrations,
+# dist and the docs check all build and install the Python package, so those stay in one lane.
+# Every server takes a free port; `cargo xtask` replaces its outputs whole.
+stage "integrations: Airflow 3, Dagster, Prefect 3, Mage, Temporal (a real dev server), each in its own venv (real frameworks); beside it: contract, conformance"
+beside contract bash -c 'CONTRACT_SERVE=1 CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contract/run.sh \
+  && bash tests/conformance/run.sh'
 bash bindings/python/integrations.sh
 stage "dist: cargo xtask dist, each artifact installed outside the repo (wheel, npm tarball, edge bundle under real Spin, CLI) solving against the emulator"
 bash scripts/test-dist.sh
+stage "contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves; conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
+join contract
 
-stage "docs: every quick start in README.md, docs/ and the packages' READMEs runs (against the emulator)"
-bash scripts/check-docs.sh
-
-stage "contract: schemathesis (all checks) on the edge under real Spin and the bundled host, real solves"
-CONTRACT_SERVE=1 CONTRACT_EXAMPLES=10 CONTRACT_PROPS_EXAMPLES=20 bash edge/contract/run.sh
-
-stage "conformance: the official captchaai SDK (PyPI, unmodified) against the emulator"
-bash tests/conformance/run.sh
-
-
-stage "drop-in: the official SDK, 2captcha-python, curl and the seeds' Airflow, Dagster and Mage code through the edge's in.php/res.php (real Spin, nginx, Redis, real frameworks)"
 # $CAPTCHAAI_SERVE: the dev build of the serve host the tests made; under CI=true a missing
 # Spin, nginx or redis-server fails the stage.
-CAPTCHAAI_SERVE="$PWD/target/debug/captchaai-serve" bash tests/drop-in/run.sh
+stage "docs: every quick start in README.md, docs/ and the packages' READMEs runs (against the emulator); beside it: drop-in"
+beside drop-in env CAPTCHAAI_SERVE="$PWD/target/debug/captchaai-serve" bash tests/drop-in/run.sh
+bash scripts/check-docs.sh
+stage "drop-in: the official SDK, 2captcha-python, curl and the seeds' Airflow, Dagster and Mage code through the edge's in.php/res.php (real Spin, nginx, Redis, real frameworks)"
+join drop-in

@@ -75,7 +75,7 @@ pub fn edge() -> Result<()> {
     let out_dir = target.join("edge");
     fs::create_dir_all(&out_dir)?;
     let out = out_dir.join("captchaai_edge.wasm");
-    fs::write(&out, &composed)?;
+    crate::write_if_changed(&out, &composed)?;
     println!("imports: {}", outline.imports.join(", "));
     println!("exports: {}", outline.exports.join(", "));
     println!(

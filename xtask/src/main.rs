@@ -97,9 +97,11 @@ fn component() -> Result<()> {
     let core_path = target.join("wasm32-unknown-unknown/wasm/captchaai_engine.wasm");
     let out_dir = target.join("component");
     fs::create_dir_all(&out_dir)?;
-    let optimised = out_dir.join("captchaai_engine.core.wasm");
+    // A name of this process's own: CI runs stages side by side, each of which may run this.
+    let optimised = out_dir.join(format!("captchaai_engine.core.{}.wasm", std::process::id()));
     wasm_opt(&root, &core_path, &optimised)?;
     let core = fs::read(&optimised).with_context(|| format!("reading {}", optimised.display()))?;
+    fs::remove_file(&optimised)?;
     let component = ComponentEncoder::default().module(&core)?.validate(true).encode()?;
     let component = without_custom_section(&component, "component-name")?;
     wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
@@ -147,12 +149,16 @@ fn component() -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` unless it already holds exactly them (then its mtime is kept).
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `path` unless it already holds exactly them (then its mtime is kept). The
+/// new file replaces the old one whole (written beside it, then renamed): a host loading it while
+/// another stage rebuilds never reads half a file.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
     if fs::read(path).is_ok_and(|old| old == bytes) {
         return Ok(());
     }
-    fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    let partial = path.with_extension(format!("partial.{}", std::process::id()));
+    fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, path).with_context(|| format!("renaming {} to {}", partial.display(), path.display()))
 }
 
 /// Features rustc 1.95 emits for wasm32-unknown-unknown (plus `simd128`, enabled above);
