@@ -700,17 +700,20 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 /// - **Estimate.** Each finished solve of one attempt says only that its answer was ready
 ///   between the poll before the one that found it (the submit, for the first) and that one,
 ///   in whole seconds. The model remembers these intervals, each weighted by how recent it is
-///   (the weight decays by `1/memory` per observation, or by `1/surprised_memory` before a
-///   surprising one, and is forgotten below an eighth; at most `most_remembered` intervals, the
+///   (the weight decays by `1/memory` per observation and is forgotten below an eighth; at
+///   most `most_remembered` intervals, the
 ///   lightest forgotten first), and estimates the ready times' distribution from them by
 ///   `em_rounds` rounds of the self-consistency (EM) algorithm for interval-censored data,
 ///   smoothed: each round spreads `smoothing_permille` of every interval's share evenly over
 ///   its seconds, the rest in proportion to the estimate within it. (Unsmoothed, the estimate
 ///   lets old narrow intervals hold the mass of newer wide ones after a shift, and the model
-///   stays where it was; the price is a few percent of mass where no answer was seen.) An
-///   observation is surprising where the estimate puts under `surprise_permille` of an even
-///   spread's mass over the horizon on its interval: the service has likely changed, so the
-///   past fades faster.
+///   stays where it was; the price is a few percent of mass where no answer was seen.)
+/// - **Drift.** Where the estimate is right, an observation's interval falls, on average, in the
+///   middle of the estimate's distribution (the mean of its cumulative mass at the interval's
+///   ends averages one half). A two-sided CUSUM test sums how far each observation falls below
+///   (and above) the middle, less `drift_allowance`; when a sum passes `drift_limit` the service
+///   has changed, and the model keeps only `1/forget_on_drift` of every remembered weight, so
+///   that what comes next dominates the estimate. Fixed point: `2^16` is a probability of one.
 /// - **Exploration.** The distribution before the first poll cannot be seen from solves that
 ///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
 ///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
@@ -738,11 +741,13 @@ pub(crate) struct AdaptiveRule {
     pub explore_permille: u64,
     /// The most solves that explore, per 65,536.
     pub most_exploring_per_65536: u64,
-    /// An observation where the estimate puts under this share (thousandths) of an even spread's
-    /// mass is surprising.
-    pub surprise_permille: u64,
-    /// The decay length before a surprising observation.
-    pub surprised_memory: u32,
+    /// What the drift test lets each observation fall from the middle without counting (`2^16`
+    /// is a probability of one).
+    pub drift_allowance: i64,
+    /// Where a drift sum fires the test.
+    pub drift_limit: u32,
+    /// The share of every remembered weight kept when the drift test fires: `1/forget_on_drift`.
+    pub forget_on_drift: u32,
     /// Rounds of the EM algorithm per estimate.
     pub em_rounds: u32,
     /// The share (thousandths) of each interval's mass that each EM round spreads evenly over
@@ -755,11 +760,12 @@ pub(crate) struct AdaptiveRule {
 /// The rule [`crate::SolveTimes`] applies.
 pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     min_observations: 20,
-    memory: 40,
+    memory: 80,
     explore_permille: 20,
     most_exploring_per_65536: 8_192,
-    surprise_permille: 250,
-    surprised_memory: 8,
+    drift_allowance: 6_554,
+    drift_limit: 163_840,
+    forget_on_drift: 16,
     em_rounds: 4,
     smoothing_permille: 100,
     most_remembered: 56,

@@ -23,8 +23,9 @@ use crate::text;
 
 /// Identifies the text form.
 const FORMAT: &str = "captchaai-engine/solve-times";
-/// The text form's version this engine writes. It also reads version 1 (see [`from_v1`]).
-const VERSION: u64 = 2;
+/// The text form's version this engine writes. It also reads version 2 (no drift: both sums
+/// zero) and version 1 (see [`from_v1`]).
+const VERSION: u64 = 3;
 /// The weight one observation adds.
 const UNIT: u32 = 1_024;
 /// The estimate's total mass: `2^32` stands for certainty.
@@ -32,6 +33,8 @@ const ONE_SHIFT: u32 = 32;
 /// The EM round's fixed point: an interval's share over the estimate within it, times `2^20`
 /// (at most `2^52` each, under `2^58` summed over 56; times the estimate, under `2^53`).
 const RATE_SHIFT: u32 = 20;
+/// The drift test's fixed point: `2^16` stands for a probability of one.
+const HALF: i64 = 1 << 15;
 
 /// Why a model's text form was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -44,7 +47,7 @@ pub enum SolveTimesError {
     #[error("not a captchaai-engine solve-times model")]
     Foreign,
     /// A model of another version.
-    #[error("solve-times version {0} is not supported (this engine reads versions 1 and {VERSION})")]
+    #[error("solve-times version {0} is not supported (this engine reads versions 1 to {VERSION})")]
     UnsupportedVersion(u64),
     /// Our format, but the content is out of range, or the type is unknown.
     #[error("solve times are invalid: {0}")]
@@ -63,8 +66,9 @@ struct Seen {
 /// What one captcha type's finished solves took, and the poll schedule it gives a new solve of
 /// that type: the one of least expected cost, `c` per poll plus the wait from the answer being
 /// ready to the poll that finds it, with `c` the config's `poll_cost_ms`. It remembers when
-/// each answer was ready as the interval its polls allow (decayed: it weighs about the last 40
-/// observations) and estimates the distribution from those intervals; a few solves explore an
+/// each answer was ready as the interval its polls allow (decayed: it weighs about the last 80
+/// observations, and keeps little of them when a drift test finds the answers have moved) and
+/// estimates the distribution from those intervals; a few solves explore an
 /// earlier first poll, so that it learns what comes before it. Under
 /// [`SolveTimes::min_observations`] it gives nothing: the type's table applies unchanged. Never
 /// a first poll under 1 s, polls closer than the type's 5 s interval, or a poll past the
@@ -85,13 +89,43 @@ pub struct SolveTimes {
     /// The poll cost of the last solve created with the model (the default before any): the
     /// schedules [`SolveTimes::observe`] reads solutions back with. Kept in the text form.
     poll_cost_ms: Cell<u64>,
+    /// The drift test's two sums (answers earlier, later than the estimate says).
+    drift: Drift,
+}
+
+/// The drift test's state: a two-sided CUSUM of where observations fall in the estimate's
+/// distribution, in `2^16` of a probability (each sum stays at most `drift_limit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Drift {
+    earlier: u32,
+    later: u32,
+}
+
+impl Drift {
+    /// `earlier:later`, or nothing when both are zero.
+    fn to_text(self) -> String {
+        let mut text = String::new();
+        if self != Drift::default() {
+            text.push_str(itoa::Buffer::new().format(self.earlier));
+            text.push(':');
+            text.push_str(itoa::Buffer::new().format(self.later));
+        }
+        text
+    }
+
+    /// Reads [`Drift::to_text`]'s form: `None` when malformed or a sum is over the limit.
+    fn parse(text: &str) -> Option<Drift> {
+        let (earlier, later) = text.split_once(':')?;
+        let drift = Drift { earlier: earlier.parse().ok()?, later: later.parse().ok()? };
+        (drift.earlier.max(drift.later) <= ADAPTIVE.drift_limit).then_some(drift)
+    }
 }
 
 impl PartialEq for SolveTimes {
     /// Models are equal when they remember the same: the rest is derived from it.
     fn eq(&self, other: &SolveTimes) -> bool {
-        (self.spec.name, self.observations, &self.seen, self.poll_cost_ms.get())
-            == (other.spec.name, other.observations, &other.seen, other.poll_cost_ms.get())
+        (self.spec.name, self.observations, &self.seen, self.poll_cost_ms.get(), self.drift)
+            == (other.spec.name, other.observations, &other.seen, other.poll_cost_ms.get(), other.drift)
     }
 }
 
@@ -106,6 +140,7 @@ impl fmt::Debug for SolveTimes {
             .field("observations", &self.observations)
             .field("seen", &seen)
             .field("poll_cost_ms", &self.poll_cost_ms.get())
+            .field("drift", &(self.drift.earlier, self.drift.later))
             .finish()
     }
 }
@@ -122,6 +157,7 @@ impl SolveTimes {
             mass: Vec::new(),
             plan: Cell::new(None),
             poll_cost_ms: Cell::new(DEFAULT_POLL_COST_MS),
+            drift: Drift::default(),
         })
     }
 
@@ -165,8 +201,8 @@ impl SolveTimes {
         let to = u32::try_from(solution.elapsed_ms.div_ceil(1_000)).unwrap_or(u32::MAX).clamp(1, horizon);
         let from = u32::try_from(solution.elapsed_ms.saturating_sub(wait_before) / 1_000).unwrap_or(u32::MAX);
         let from = from.min(to - 1);
-        let surprising = self.surprising(from, to);
-        self.remember(from, to, surprising);
+        let drifted = self.drifted(from, to);
+        self.remember(from, to, drifted);
         self.observations = self.observations.saturating_add(1);
         self.estimate();
         true
@@ -246,24 +282,36 @@ impl SolveTimes {
         u32::try_from(self.spec.deadline_ms / 1_000).unwrap_or(u32::MAX).clamp(2, schedule::MOST_SECONDS as u32)
     }
 
-    /// Whether the estimate puts less than `surprise_permille` of the mass of an even spread
-    /// over the horizon on `from..to`.
-    fn surprising(&self, from: u32, to: u32) -> bool {
+    /// The drift test, fed an observation of `from..to`: whether the ready times have moved
+    /// away from the estimate. Where the estimate is right, the middle of an observation's
+    /// interval in the estimate's distribution (the mean of its cumulative mass at both ends)
+    /// averages one half, whatever the polls; each sum gathers how far observations fall below
+    /// (above) that, less `drift_allowance`, and the test fires when one passes `drift_limit`,
+    /// both sums then starting again. Only a model in use is tested.
+    fn drifted(&mut self, from: u32, to: u32) -> bool {
         let total: u64 = self.mass.iter().sum();
-        if total == 0 {
+        if total == 0 || self.observations < ADAPTIVE.min_observations {
             return false;
         }
-        let within: u64 = self.mass.get(from as usize..to as usize).map_or(0, |mass| mass.iter().sum());
-        u128::from(within) * u128::from(self.horizon()) * 1_000
-            < u128::from(total) * u128::from(to - from) * u128::from(ADAPTIVE.surprise_permille)
+        let below = |second: u32| -> u64 { self.mass.iter().take(second as usize).sum() };
+        // Under 2^49: the estimate's mass sums to about 2^32.
+        let middle = ((below(from) + below(to)) * HALF as u64 / total) as i64;
+        let step = |sum: u32, by: i64| (i64::from(sum) + by - ADAPTIVE.drift_allowance).max(0) as u32;
+        let drift =
+            Drift { earlier: step(self.drift.earlier, HALF - middle), later: step(self.drift.later, middle - HALF) };
+        let fired = drift.earlier.max(drift.later) > ADAPTIVE.drift_limit;
+        self.drift = if fired { Drift::default() } else { drift };
+        fired
     }
 
-    /// Decays what is remembered (faster before a surprising observation) and adds one
-    /// observation of `from..to`.
-    fn remember(&mut self, from: u32, to: u32, surprising: bool) {
-        let memory = if surprising { ADAPTIVE.surprised_memory } else { ADAPTIVE.memory };
+    /// Decays what is remembered (after the drift test fired, keeps `1/forget_on_drift` of it)
+    /// and adds one observation of `from..to`.
+    fn remember(&mut self, from: u32, to: u32, drifted: bool) {
         for seen in &mut self.seen {
-            seen.weight -= seen.weight / memory;
+            seen.weight -= seen.weight / ADAPTIVE.memory;
+            if drifted {
+                seen.weight /= ADAPTIVE.forget_on_drift;
+            }
         }
         self.seen.retain(|seen| seen.weight >= UNIT / 8);
         let new = Seen { from, to, weight: UNIT };
@@ -390,13 +438,16 @@ struct Text<'a> {
     /// `from:to:weight,..` of the remembered intervals, in order.
     seen: &'a str,
     /// The poll cost of the last solve created with the model, when not the default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     poll_cost_ms: Option<u64>,
+    /// The drift test's sums, `earlier:later`, when not both zero.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    drift: &'a str,
 }
 
 /// The fields of a text form's JSON object, read by name. By hand rather than by derived
-/// `Deserialize` impls for versions 2 and 1: the component is 7.7 KB smaller (515,284 bytes
-/// against 522,973, of a 512 KiB budget).
+/// `Deserialize` impls (one per version): the component was 7.7 KB smaller for it (515,284
+/// bytes against 522,973, of a 512 KiB budget).
 struct Fields<'a>(&'a serde_json::Map<String, serde_json::Value>);
 
 impl<'a> Fields<'a> {
@@ -429,8 +480,9 @@ impl<'a> Fields<'a> {
 }
 
 impl fmt::Display for SolveTimes {
-    /// `{"format":"captchaai-engine/solve-times","version":2,"type":..,"n":..,
-    /// "seen":"from:to:weight,.."}`: at most 1 KiB (at most 56 intervals).
+    /// `{"format":"captchaai-engine/solve-times","version":3,"type":..,"n":..,
+    /// "seen":"from:to:weight,..","drift":"earlier:later"}`: at most 1 KiB (at most 56
+    /// intervals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut seen = String::new();
         for entry in &self.seen {
@@ -451,6 +503,7 @@ impl fmt::Display for SolveTimes {
             n: self.observations,
             seen: &seen,
             poll_cost_ms: Some(self.poll_cost_ms.get()).filter(|&cost| cost != DEFAULT_POLL_COST_MS),
+            drift: &self.drift.to_text(),
         };
         f.write_str(&serde_json::to_string(&text).map_err(|_| fmt::Error)?)
     }
@@ -459,8 +512,8 @@ impl fmt::Display for SolveTimes {
 impl FromStr for SolveTimes {
     type Err = SolveTimesError;
 
-    /// Reads the text form (version 2, or version 1, converted); every field is
-    /// checked, so a parsed model behaves as one the engine built.
+    /// Reads the text form (version 3, 2 or 1, converted); every field is checked, so a parsed
+    /// model behaves as one the engine built.
     fn from_str(text: &str) -> Result<SolveTimes, SolveTimesError> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| SolveTimesError::Malformed(e.to_string()))?;
@@ -469,14 +522,22 @@ impl FromStr for SolveTimes {
         }
         let invalid = |why: String| SolveTimesError::Invalid(why);
         let (mut model, seen) = match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(VERSION) => {
-                let read = Fields::of(&value, &["format", "version", "type", "n", "seen", "poll_cost_ms"])?;
+            Some(version @ (2 | VERSION)) => {
+                let names = ["format", "version", "type", "n", "seen", "poll_cost_ms", "drift"];
+                let read = Fields::of(&value, &names)?;
                 let mut model = SolveTimes::new(read.text("type")?)?;
                 model.observations = read.count("n")?;
                 if read.0.contains_key("poll_cost_ms") {
                     let cost = read.get("poll_cost_ms", serde_json::Value::as_u64, "a whole number")?;
                     POLL_COST_MS.check(cost).map_err(|e| invalid(e.message))?;
                     model.poll_cost_ms.set(cost);
+                }
+                if read.0.contains_key("drift") {
+                    let what = "`earlier:later`, each within the limit (version 3)";
+                    model.drift = read.get("drift", |value| value.as_str().and_then(Drift::parse), what)?;
+                    if version == 2 {
+                        return Err(invalid("a version 2 model has no `drift`".into()));
+                    }
                 }
                 let seen = parse_seen(read.text("seen")?, model.horizon())?;
                 (model, seen)
@@ -502,7 +563,7 @@ impl FromStr for SolveTimes {
     }
 }
 
-/// The intervals of a version-2 text: `from:to:weight` in order, `from < to <= horizon`, each
+/// The intervals of a version-2 or -3 text: `from:to:weight` in order, `from < to <= horizon`, each
 /// weight at least an eighth of one observation and at most the steady state of one each time.
 fn parse_seen(text: &str, horizon: u32) -> Result<Vec<Seen>, SolveTimesError> {
     let most = UNIT.saturating_mul(ADAPTIVE.memory + 1);
