@@ -68,8 +68,8 @@ struct Seen {
 /// ready to the poll that finds it, with `c` the config's `poll_cost_ms`. It remembers when
 /// each answer was ready as the interval its polls allow (decayed: it weighs about the last 80
 /// observations, and keeps little of them when a drift test finds the answers have moved) and
-/// estimates the distribution from those intervals; a few solves explore an
-/// earlier first poll, so that it learns what comes before it. Under
+/// estimates the distribution from those intervals; a few solves explore an earlier first poll,
+/// so that it learns what comes before it. Under
 /// [`SolveTimes::min_observations`] it gives nothing: the type's table applies unchanged. Never
 /// a first poll under 1 s, polls closer than the type's 5 s interval, or a poll past the
 /// deadline; the rule, with its constants, is documented beside the type table (`ADAPTIVE` in

@@ -1,9 +1,10 @@
 //! The adaptive polling model, `SolveTimes`: the table applies unchanged under
 //! `SolveTimes::min_observations()` observations; then each solve gets the schedule of least
 //! expected cost (the wait from the answer being ready to the poll that finds it, plus the config's
-//! `poll_cost_ms` per poll), or for a few solves an exploring one; its text form round-trips,
-//! reads versions 1 and 2 and refuses bad input with a typed error; and no model ever makes a solve poll
-//! sooner than 1 s after the submit, polls less than 5 s apart, or send anything at or after the
+//! `poll_cost_ms` per poll), or for a few solves an exploring one; a drift test forgets most of
+//! the past when answers move away from the estimate; its text form round-trips, reads versions
+//! 1 and 2 and refuses bad input with a typed error; and no model ever makes a solve poll sooner
+//! than 1 s after the submit, polls less than 5 s apart, or send anything at or after the
 //! deadline.
 
 mod common;
@@ -371,17 +372,23 @@ fn bad_text_is_a_typed_error() {
     }
 }
 
+/// A version 2 model (no drift test) is read as the same model with both drift sums zero; a
+/// version 3 one keeps its sums.
+#[test]
+fn versions_2_and_3_are_read() {
+    let v2 = r#"{"format":"captchaai-engine/solve-times","version":2,"type":"turnstile","n":25,"seen":"0:8:20480,8:13:4096"}"#;
+    let model: SolveTimes = v2.parse().unwrap();
+    let v3 = v2.replace(r#""version":2"#, r#""version":3"#);
+    assert_eq!(model.to_string(), v3);
+    let drifting = v3.replace('}', r#","drift":"5:70000"}"#);
+    let model: SolveTimes = drifting.parse().unwrap();
+    assert_eq!(model.to_string(), drifting);
+    assert_ne!(model, v3.parse().unwrap());
+}
+
 /// Version 1 models (histograms of lower bounds) are read: each remembered lower bound becomes an
 /// interval up to one poll interval after it, from the submit for solves answered at their
 /// first poll; a malformed one is still refused.
-/// A version 2 model (no drift test) is read as the same model with both drift sums zero.
-#[test]
-fn a_version_2_model_is_read() {
-    let v2 = r#"{"format":"captchaai-engine/solve-times","version":2,"type":"turnstile","n":25,"seen":"0:8:20480,8:13:4096"}"#;
-    let model: SolveTimes = v2.parse().unwrap();
-    assert_eq!(model.to_string(), v2.replace(r#""version":2"#, r#""version":3"#));
-}
-
 #[test]
 fn a_version_1_model_is_read() {
     let v1 = r#"{"format":"captchaai-engine/solve-times","version":1,"type":"turnstile","n":40,"fast_ms":13000,"floor_ms":0,"calm":21,"hist":"8:1893,13:1012,43:2149","missed":"13:1012,43:2149"}"#;
