@@ -701,8 +701,8 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   between the poll before the one that found it (the submit, for the first) and that one,
 ///   in whole seconds. The model remembers these intervals, each weighted by how recent it is
 ///   (the weight decays by `1/memory` per observation and is forgotten below an eighth; at
-///   most `most_remembered` intervals, the
-///   lightest forgotten first), and estimates the ready times' distribution from them by
+///   most `most_remembered` intervals, the lightest forgotten first), and estimates the ready
+///   times' distribution from them by
 ///   `em_rounds` rounds of the self-consistency (EM) algorithm for interval-censored data,
 ///   smoothed: each round spreads `smoothing_permille` of every interval's share evenly over
 ///   its seconds, the rest in proportion to the estimate within it. (Unsmoothed, the estimate

@@ -470,6 +470,16 @@ impl<'a> Fields<'a> {
         self.0.get(name).and_then(read).ok_or_else(|| SolveTimesError::Invalid(format!("`{name}` must be {what}")))
     }
 
+    /// A field that may be missing (`None`), else as [`Fields::get`] reads it.
+    fn optional<T>(
+        &self,
+        name: &str,
+        read: impl Fn(&'a serde_json::Value) -> Option<T>,
+        what: &str,
+    ) -> Result<Option<T>, SolveTimesError> {
+        if self.0.contains_key(name) { self.get(name, read, what).map(Some) } else { Ok(None) }
+    }
+
     fn text(&self, name: &str) -> Result<&'a str, SolveTimesError> {
         self.get(name, serde_json::Value::as_str, "a string")
     }
@@ -527,17 +537,16 @@ impl FromStr for SolveTimes {
                 let read = Fields::of(&value, &names)?;
                 let mut model = SolveTimes::new(read.text("type")?)?;
                 model.observations = read.count("n")?;
-                if read.0.contains_key("poll_cost_ms") {
-                    let cost = read.get("poll_cost_ms", serde_json::Value::as_u64, "a whole number")?;
+                if let Some(cost) = read.optional("poll_cost_ms", serde_json::Value::as_u64, "a whole number")? {
                     POLL_COST_MS.check(cost).map_err(|e| invalid(e.message))?;
                     model.poll_cost_ms.set(cost);
                 }
-                if read.0.contains_key("drift") {
-                    let what = "`earlier:later`, each within the limit (version 3)";
-                    model.drift = read.get("drift", |value| value.as_str().and_then(Drift::parse), what)?;
+                let what = "`earlier:later`, each within the limit (version 3)";
+                if let Some(drift) = read.optional("drift", |value| value.as_str().and_then(Drift::parse), what)? {
                     if version == 2 {
                         return Err(invalid("a version 2 model has no `drift`".into()));
                     }
+                    model.drift = drift;
                 }
                 let seen = parse_seen(read.text("seen")?, model.horizon())?;
                 (model, seen)
