@@ -338,32 +338,43 @@ impl SolveTimes {
     fn estimate(&mut self) {
         const MOST: usize = ADAPTIVE.most_remembered;
         const EDGES: usize = 2 * MOST;
+        const WORDS: usize = schedule::MOST_SECONDS / 64 + 1;
         self.plan.set(None);
         self.mass.clear();
         let total: u64 = self.seen.iter().map(|seen| u64::from(seen.weight)).sum();
         if total == 0 {
             return;
         }
-        // The edges: every remembered start and end, in order, once each.
+        // The edges: every remembered start and end, in order, once each, read off a bit per
+        // second (every edge is at most the horizon). With `at`, a count of the bits below, a
+        // model of 54 intervals estimates in 25.6k instructions against 35.4k with sorting and
+        // binary searches (native, callgrind, `polling-bench count observe`).
         let n = self.seen.len();
-        let mut edges = [0u32; EDGES];
-        for (pair, seen) in edges.chunks_exact_mut(2).zip(&self.seen) {
-            pair.copy_from_slice(&[seen.from, seen.to]);
+        let mut bits = [0u64; WORDS];
+        for seen in &self.seen {
+            for second in [seen.from, seen.to] {
+                bits[second as usize / 64] |= 1 << (second % 64);
+            }
         }
-        edges[..2 * n].sort_unstable();
-        let mut count = 0;
-        for j in 0..2 * n {
-            if count == 0 || edges[j] != edges[count - 1] {
-                edges[count] = edges[j];
+        let (mut edges, mut count, mut before) = ([0u32; EDGES], 0, [0u32; WORDS]);
+        for (word, (&set, before)) in bits.iter().zip(&mut before).enumerate() {
+            *before = count as u32;
+            let mut set = set;
+            while set != 0 {
+                edges[count] = word as u32 * 64 + set.trailing_zeros();
                 count += 1;
+                set &= set - 1;
             }
         }
         let edges = &edges[..count];
         let segments = count - 1;
         let length = |k: usize| u64::from(edges[k + 1] - edges[k]);
         // Each interval: its first segment, the one after its last, and its share of `2^32` in
-        // two parts, the smoothed one and the rest.
-        let at = |second: u32| edges.partition_point(|&edge| edge < second);
+        // two parts, the smoothed one and the rest. `at`: the edges before a second.
+        let at = |second: u32| {
+            let word = second as usize / 64;
+            (before[word] + (bits[word] & ((1u64 << (second % 64)) - 1)).count_ones()) as usize
+        };
         let (mut starts, mut ends) = ([false; EDGES], [false; EDGES]);
         let smoothing = ADAPTIVE.smoothing_permille;
         let mut intervals = [(0usize, 0usize, 0u64, 0u64); MOST];

@@ -226,18 +226,29 @@ fn canned(host: &EngineHost, Canned { rounds, with_model, observes, snapshots }:
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     println!("full solve through the component, canned replies: {per:.2} µs ({} calls)", calls / rounds);
-    // The same solve created with a solve-times model warmed on 40 of them (adaptive polling),
-    // then its `observe` alone.
+    // The same solve created with a solve-times model warmed on 1,000 solves ready from 1 s to
+    // 113 s after the submit (spread by a stride, as the polling bench teaches its models), each
+    // polled on the schedule the model gave it: a model remembering as many intervals as it
+    // keeps. Then `observe` alone, of those solutions in turn (each reads the schedule back and
+    // re-estimates).
     let times = instance.times_create("recaptcha_v2")?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let solve_with_model = |instance: &mut captchaai::EngineInstance| -> Result<captchaai::Solution> {
+    let (not_ready, answer) = (&replies[1], &replies[replies.len() - 1]);
+    let mut lesson = Vec::new();
+    for i in 0..1_000u64 {
+        let (start, ready) = (i * 1_000_000, 1_000 + (i * 7_919) % 112_000);
         let solve =
-            instance.create_with_times(&task, KEY, &config, 0, times)?.map_err(|f| anyhow::anyhow!(f.message))?;
-        let mut replies = replies.iter();
-        let mut output = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))?;
+            instance.create_with_times(&task, KEY, &config, start, times)?.map_err(|f| anyhow::anyhow!(f.message))?;
+        let mut output = instance.poll_output(solve, start)?.map_err(|m| anyhow::anyhow!("{m:?}"))?;
+        let mut submitted = false;
         let solution = loop {
             match output {
                 Output::Send(request) => {
-                    let reply = replies.next().context("script")?;
+                    let reply = match (submitted, request.at >= start + ready) {
+                        (false, _) => &replies[0],
+                        (true, true) => answer,
+                        (true, false) => not_ready,
+                    };
+                    submitted = true;
                     output = instance
                         .handle_response(solve, request.at, request.id, reply)?
                         .map_err(|m| anyhow::anyhow!("{m:?}"))?;
@@ -247,25 +258,39 @@ fn canned(host: &EngineHost, Canned { rounds, with_model, observes, snapshots }:
             }
         };
         instance.drop_solve(solve)?;
-        Ok(solution)
-    };
-    let mut solution = None;
-    for _ in 0..40 {
-        let solved = solve_with_model(&mut instance)?;
-        instance.times_observe(times, &solved)?;
-        solution = Some(solved);
+        instance.times_observe(times, &solution)?;
+        lesson.push(solution);
     }
+    let solve_with_model = |instance: &mut captchaai::EngineInstance| -> Result<()> {
+        let solve =
+            instance.create_with_times(&task, KEY, &config, 0, times)?.map_err(|f| anyhow::anyhow!(f.message))?;
+        let mut replies = replies.iter();
+        let mut output = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))?;
+        loop {
+            match output {
+                Output::Send(request) => {
+                    let reply = replies.next().context("script")?;
+                    output = instance
+                        .handle_response(solve, request.at, request.id, reply)?
+                        .map_err(|m| anyhow::anyhow!("{m:?}"))?;
+                }
+                Output::Solved(_) => break,
+                Output::Failed(f) => bail!("{}", f.message),
+            }
+        }
+        instance.drop_solve(solve)?;
+        Ok(())
+    };
     let first_wait = instance.times_first_wait_ms(times)?.context("a warmed model gives a first wait")?;
     let started = Instant::now();
     for _ in 0..with_model {
-        solution = Some(solve_with_model(&mut instance)?);
+        solve_with_model(&mut instance)?;
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / with_model.max(1) as f64;
     println!("the same solve created with a warmed solve-times model (first wait {first_wait} ms): {per:.2} µs");
-    let solution = solution.context("a solution")?;
     let started = Instant::now();
-    for _ in 0..observes {
-        instance.times_observe(times, &solution)?;
+    for solution in lesson.iter().cycle().take(observes) {
+        instance.times_observe(times, solution)?;
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / observes.max(1) as f64;
     println!("solve-times observe through the component: {per:.2} µs");
