@@ -494,7 +494,7 @@ def main() -> int:
           f"(the engine's default: {default_c:g} s).\n")  # fmt: skip
 
     print("### Every mix and type, per price of a poll\n")
-    print("| c (s) | pairs | adaptive ≤ fixed table | ≤ official SDK | ≤ 2captcha-python | ≤ all three | "
+    print("| c (s) | pairs | adaptive ≤ fixed table | ≤ official SDK | ≤ 2captcha-python | ≤ all three (of feasible pairs) | "
           "adaptive / oracle: median | p90 | worst |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     pairs = list(results)
@@ -505,26 +505,31 @@ def main() -> int:
             return ours <= theirs * (1 + TIE)
 
         wins = {o: [p for p in pairs if no_costlier(p, o)] for o in BASELINES}
-        all_three = [p for p in pairs if all(no_costlier(p, o) for o in BASELINES)]
+        # A baseline that polls sooner than the floors allow (a first poll under 1 s after the
+        # submit, polls under 5 s apart) can cost less than every schedule of the family, even the
+        # one chosen in hindsight on the very solves: no rule within the floors can match it, so
+        # that pair is not a goal (the owner's answer 1). The share counts the other pairs.
+        feasible = [p for p in pairs if all(no_costlier(p, o, ("oracle", c)) for o in BASELINES)]
+        all_three = [p for p in feasible if all(no_costlier(p, o) for o in BASELINES)]
         ratios = {p: cost(results[p][("adaptive", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs}
         worst = max(ratios, key=ratios.get)
         median = statistics.median(ratios.values())
-        share = len(all_three) / len(pairs)
-        print(f"| {c:g} | {len(pairs)} | {len(wins['fixed'])} | {len(wins['sdk'])} | {len(wins['2captcha'])} | "
+        share = len(all_three) / len(feasible)
+        print(f"| {c:g} | {len(pairs)} ({len(feasible)} feasible) | {len(wins['fixed'])} | {len(wins['sdk'])} | {len(wins['2captcha'])} | "
               f"{len(all_three)} ({share:.1%}) | {median:+.1%} | {quantile(list(ratios.values()), 0.9):+.1%} | "
               f"{ratios[worst]:+.0%} ({worst[0]}/{worst[1]}) |")  # fmt: skip
-        losers = [f"{m}/{t}" for m, t in pairs if (m, t) not in all_three]
+        losers = [f"{m}/{t}" for m, t in feasible if (m, t) not in all_three]
         # How much room a pair leaves: the best of the three baselines within 1% of the best
         # schedule in hindsight (on the very solves) leaves adaptive polling under 1.5% for its
         # estimate's error and its exploration together.
-        tight = [p for p in pairs if min(cost(results[p][o], c) for o in BASELINES)
+        tight = [p for p in feasible if min(cost(results[p][o], c) for o in BASELINES)
                  <= cost(results[p][("oracle", c)], c) * 1.01]  # fmt: skip
-        beaten = [p for p in pairs if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
+        beaten = [p for p in feasible if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
         over = statistics.median(cost(results[p][("known", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
-        known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / len(pairs):.1%}; oracle {over:+.1%} on the median pair)")
-        room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / len(pairs):.1%}; adaptive loses {sum(p not in all_three for p in tight)})")
+        known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / len(feasible):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
+        room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / len(feasible):.1%} of feasible pairs; adaptive loses {sum(p not in all_three for p in tight)})")
         check(f"share@{c:g}", share, GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
-              f"on {share:.1%} of pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}",
+              f"on {share:.1%} of the {len(feasible)} feasible pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}",
               at_least=True)  # fmt: skip
         check(f"oracle@{c:g}", median, GOAL_ORACLE, f"c = {c:g} s: adaptive costs {median:+.1%} over the oracle on the median pair (goal ≤ {GOAL_ORACLE:+.0%})")
     print(f"\nWith the distribution known (not a goal check): the best schedule of the family for {KNOWN_DRAWS:,} other draws of "
