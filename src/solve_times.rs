@@ -187,14 +187,15 @@ impl SolveTimes {
         if solution.attempts != 1 || solution.polls == 0 {
             return false;
         }
-        // The schedule the solve most likely had: the one this model gives a solve created when
-        // it was submitted, at the poll cost of the last solve created with it.
-        let interval = self.spec.poll_interval_ms;
-        let schedule = self.schedule_at(self.poll_cost_ms.get(), solution.submitted_at);
         let n = solution.polls;
         let wait_before = if n == 1 {
             solution.elapsed_ms
         } else {
+            // The schedule the solve most likely had: the one this model gives a solve created
+            // when it was submitted, at the poll cost of the last solve created with it (only
+            // asked for here: a plan is not made for a solve answered at its first poll).
+            let interval = self.spec.poll_interval_ms;
+            let schedule = self.schedule_at(self.poll_cost_ms.get(), solution.submitted_at);
             schedule.poll_ms(n, interval).saturating_sub(schedule.poll_ms(n - 1, interval))
         };
         let horizon = self.horizon();
