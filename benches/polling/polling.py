@@ -514,7 +514,7 @@ def main() -> int:
         ratios = {p: cost(results[p][("adaptive", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs}
         worst = max(ratios, key=ratios.get)
         median = statistics.median(ratios.values())
-        share = len(all_three) / len(feasible)
+        share = len(all_three) / max(len(feasible), 1)
         print(f"| {c:g} | {len(pairs)} ({len(feasible)} feasible) | {len(wins['fixed'])} | {len(wins['sdk'])} | {len(wins['2captcha'])} | "
               f"{len(all_three)} ({share:.1%}) | {median:+.1%} | {quantile(list(ratios.values()), 0.9):+.1%} | "
               f"{ratios[worst]:+.0%} ({worst[0]}/{worst[1]}) |")  # fmt: skip
@@ -526,8 +526,8 @@ def main() -> int:
                  <= cost(results[p][("oracle", c)], c) * 1.01]  # fmt: skip
         beaten = [p for p in feasible if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
         over = statistics.median(cost(results[p][("known", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
-        known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / len(feasible):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
-        room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / len(feasible):.1%} of feasible pairs; adaptive loses {sum(p not in all_three for p in tight)})")
+        known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / max(len(feasible), 1):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
+        room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / max(len(feasible), 1):.1%} of feasible pairs; adaptive loses {sum(p not in all_three for p in tight)})")
         check(f"share@{c:g}", share, GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
               f"on {share:.1%} of the {len(feasible)} feasible pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}",
               at_least=True)  # fmt: skip
