@@ -5,15 +5,16 @@
 //!
 //! stdin:  `{"types": [{"name": .., "task": <task JSON>, "solve_ms": [..], "initial_wait_ms": null,
 //!          "poll_cost_ms": null, "adaptive": false, "oracle": []}, ..]}`
-//! stdout: `{"<name>": [[polls, delay_ms, first_wait_ms, main_polls, main_first_wait_ms], ..], ..}`
+//! stdout: `{"<name>": [[polls, delay_ms, first_wait_ms, main_polls, main_first_wait_ms,
+//!          main_delay_ms], ..], ..}`
 //! in the input's order of solve times.
 //! The engine's own tables decide every wait (default config: no jitter), unless
 //! `initial_wait_ms` overrides the type's first wait through the engine's config, or `adaptive`
 //! runs the solves in order with one `SolveTimes` model that observes each finished solve
 //! (created with `poll_cost_ms`, a minute apart: whether one explores is a hash of when).
-//! `main_polls` is what the model's chosen schedule (whose first wait is `main_first_wait_ms`, 0
-//! while the table applies) would have polled for that solve (the same as `polls` unless the
-//! solve explored).
+//! `main_polls` and `main_delay_ms` are what the model's chosen schedule (whose first wait is
+//! `main_first_wait_ms`, 0 while the table applies) would have polled and waited for that solve
+//! (the same as `polls` and `delay_ms` unless the solve explored).
 //!
 //! With `oracle` (poll costs in ms), the entry instead prints, per cost, the best schedule of
 //! adaptive polling's family for those very solve times, chosen in hindsight:
@@ -59,16 +60,16 @@ struct TypeInput {
     oracle: Vec<u64>,
 }
 
-/// One solve created at `start`: (polls, delay from ready to seen, first wait, the polls of the
-/// model's chosen schedule), or a message. With a model, the solve is created with it and the
-/// model observes the solution.
+/// One solve created at `start`: (polls, delay from ready to seen, first wait, and the polls,
+/// first wait and delay of the model's chosen schedule), or a message. With a model, the solve
+/// is created with it and the model observes the solution.
 fn run(
     task: &str,
     solve_ms: u64,
     config: &Config,
     start: u64,
     model: Option<&mut SolveTimes>,
-) -> Result<[u64; 5], String> {
+) -> Result<[u64; 6], String> {
     let create = |f: String| format!("create: {f}");
     let parsed = Task::from_json(task).map_err(|e| create(e.to_string()))?;
     let key = ApiKey::new(KEY).map_err(|e| create(e.to_string()))?;
@@ -108,13 +109,16 @@ fn run(
                 if let Some(model) = model {
                     model.observe(&solution);
                 }
-                let polls = u64::from(solution.polls);
-                let main_polls = match planned {
-                    Some((this, main)) if this != main => polls_of(&main, solve_ms, interval),
-                    _ => polls,
+                let (polls, delay) = (u64::from(solution.polls), solution.solved_at - ready);
+                let (main_polls, main_delay) = match planned {
+                    Some((this, main)) if this != main => {
+                        let n = polls_of(&main, solve_ms, interval);
+                        (n, main.poll_ms(n as u32, interval).saturating_sub(solve_ms))
+                    }
+                    _ => (polls, delay),
                 };
                 let main_wait = planned.map_or(0, |(_, main)| main.first_wait_ms);
-                return Ok([polls, solution.solved_at - ready, first_wait.unwrap_or(0), main_polls, main_wait]);
+                return Ok([polls, delay, first_wait.unwrap_or(0), main_polls, main_wait, main_delay]);
             }
             Output::Failed(failure) => return Err(format!("failed: {} {}", failure.code, failure.message)),
         }

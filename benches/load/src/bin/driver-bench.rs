@@ -48,6 +48,11 @@ struct Args {
     canned_with_model: Option<usize>,
     #[arg(long)]
     canned_observes: Option<usize>,
+    /// With `--canned`: how many cycles of a host's steady state to time: a solve created with
+    /// the model the last `observe` changed (so it plans first), then an `observe` (its schedule
+    /// read back from that plan).
+    #[arg(long)]
+    canned_cycles: Option<usize>,
     /// Another engine component to measure (default: the one built into the `captchaai` crate).
     #[arg(long, env = "CAPTCHAAI_ENGINE_WASM")]
     wasm: Option<PathBuf>,
@@ -71,6 +76,7 @@ fn main() -> Result<()> {
             rounds,
             with_model: args.canned_with_model.unwrap_or(rounds),
             observes: args.canned_observes.unwrap_or(rounds),
+            cycles: args.canned_cycles.unwrap_or(rounds),
             snapshots: args.canned_snapshots.unwrap_or(rounds),
         };
         return canned(&args.engine(None)?, parts);
@@ -96,7 +102,10 @@ fn main() -> Result<()> {
     }
     println!("instantiation (store + instance): {:.1} µs", started.elapsed().as_secs_f64() * 1e6 / rounds as f64);
 
-    canned(&cached, Canned { rounds: 20_000, with_model: 20_000, observes: 20_000, snapshots: 20_000 })?;
+    canned(
+        &cached,
+        Canned { rounds: 20_000, with_model: 20_000, observes: 20_000, cycles: 20_000, snapshots: 20_000 },
+    )?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(load(cached, &args))
@@ -180,13 +189,14 @@ struct Canned {
     rounds: usize,
     with_model: usize,
     observes: usize,
+    cycles: usize,
     snapshots: usize,
 }
 
 /// A full solve through the component with canned replies and no IO (the native criterion
 /// bench's scenario, from the `type_recaptcha_v2` golden vector): submit, three not-ready
 /// polls, the answer.
-fn canned(host: &EngineHost, Canned { rounds, with_model, observes, snapshots }: Canned) -> Result<()> {
+fn canned(host: &EngineHost, Canned { rounds, with_model, observes, cycles, snapshots }: Canned) -> Result<()> {
     use captchaai::{HttpResponse, Output};
     let mut instance = host.instantiate(64 << 20)?;
     // The upstream's side comes from the golden vector of the same scenario.
@@ -293,7 +303,23 @@ fn canned(host: &EngineHost, Canned { rounds, with_model, observes, snapshots }:
         instance.times_observe(times, solution)?;
     }
     let per = started.elapsed().as_secs_f64() * 1e6 / observes.max(1) as f64;
-    println!("solve-times observe through the component: {per:.2} µs");
+    println!("solve-times observe through the component, one after another (each re-plans to read back): {per:.2} µs");
+    // A host's steady state: each solve created with the model the last `observe` changed, then
+    // an `observe`, which reads its schedule back from the plan that creation made.
+    let (mut creating, mut observing) = (Duration::ZERO, Duration::ZERO);
+    for solution in lesson.iter().cycle().take(cycles) {
+        let started = Instant::now();
+        solve_with_model(&mut instance)?;
+        let between = Instant::now();
+        instance.times_observe(times, solution)?;
+        (creating, observing) = (creating + (between - started), observing + between.elapsed());
+    }
+    let per = |total: Duration| total.as_secs_f64() * 1e6 / cycles.max(1) as f64;
+    println!(
+        "steady state: the solve created with a model the last observe changed: {:.2} µs; then observe: {:.2} µs",
+        per(creating),
+        per(observing)
+    );
     // A checkpoint of that solve after its submit was answered (what the driver keeps).
     let solve = instance.create(&task, KEY, &config, 0)?.map_err(|f| anyhow::anyhow!(f.message))?;
     let Output::Send(submit) = instance.poll_output(solve, 0)?.map_err(|m| anyhow::anyhow!("{m:?}"))? else {
