@@ -714,16 +714,16 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   (and above) the middle, less `drift_allowance`; when a sum passes `drift_limit` the service
 ///   has changed, and the model keeps only `1/forget_on_drift` of every remembered weight, so
 ///   that what comes next dominates the estimate. Fixed point: `2^16` is a probability of one.
-/// - **Exploration.** The distribution before the first poll cannot be seen from solves that
-///   poll first at the same time, nor the phase of the polls after it. So a few solves explore:
-///   they take the best schedule of the family whose first poll is 1 or 2 s earlier or later
-///   (later only when some answers are estimated after the chosen first poll), halfway from the
-///   minimum, or at the minimum (each the best of: regular polls from there, a longer wait from
-///   there to the chosen first poll, or the chosen schedule's longer wait). As many explore as
-///   keeps their expected extra polls, and their expected extra cost, within
+/// - **Exploration.** The distribution before the first poll cannot be seen from solves that poll
+///   first at the same time, nor the phase of the polls after it. So a few solves explore: they
+///   take the best schedule of the family whose first poll is 1 or 2 s earlier or later (later
+///   only when some answers are estimated after the chosen first poll; each the better of regular
+///   polls from there and the chosen schedule's longer wait). Over several observations a model
+///   whose answers come earlier moves its first poll there, and its probes with it. As many
+///   explore as keeps their expected extra polls, and their expected extra cost, within
 ///   `explore_permille` of the chosen schedule's (at most `most_exploring_per_65536` of the
-///   solves). Whether a solve explores, and how, is a hash of its creation time, which the
-///   model reads back from the solution's `submitted_at`.
+///   solves). Whether a solve explores, and how, is a hash of its creation time, which the model
+///   reads back from the solution's `submitted_at`.
 /// - Under `min_observations` observations the row's first wait applies, with no longer wait
 ///   and no exploration.
 ///

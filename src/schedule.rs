@@ -52,7 +52,7 @@ impl Schedule {
 }
 
 /// The most exploring schedules a plan holds.
-pub(crate) const PROBES: usize = 6;
+pub(crate) const PROBES: usize = 4;
 
 /// What a model gives new solves of its type for one poll cost: the schedule of least expected
 /// cost, and the exploring schedules a few solves take instead (the best of the family with an
@@ -105,10 +105,11 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
     let main = costs.best();
     let (main_cost, main_polls) = costs.of(main);
     // Exploring first waits: one and two seconds before and after the main one (every phase of
-    // a 5 s interval), halfway from the minimum, and the minimum; after it only when some mass
-    // is estimated after it (else a later first poll teaches nothing). Each takes the best of three:
-    // regular polls from there, a longer wait from there to the main first poll, or the main
-    // schedule's longer wait (to the same end) from there.
+    // a 5 s interval); after it only when some mass is estimated after it (else a later first
+    // poll teaches nothing). Each takes the better of regular polls from there and the main
+    // schedule's longer wait (to the same end) from there. Probes further away (halfway to the
+    // minimum first wait, and the minimum) were measured worse: they cost most of the budget,
+    // so fewer solves explore, and no more shifts settled (BENCHMARKS.md, "adaptive polling").
     let mut probes = [Schedule { first_wait_ms: 0, gap: None }; PROBES];
     let mut probe_count = 0;
     let (mut extra_cost, mut extra_polls) = (0u64, 0u64);
@@ -116,20 +117,10 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
     let after = |seconds: usize| {
         Some(main.wait + seconds).filter(|&wait| wait <= costs.max_wait() && costs.survival[main.wait] > 0)
     };
-    let halfway = (main.wait - costs.min_wait).div_ceil(2);
-    let waits = [before(1), before(2), after(1), after(2), before(halfway), before(main.wait - costs.min_wait)];
-    for (k, wait) in waits.into_iter().enumerate() {
-        let Some(wait) =
-            wait.filter(|&wait| wait != main.wait && waits[..k].iter().all(|&earlier| earlier != Some(wait)))
-        else {
-            continue;
-        };
-        let mut candidates = [Some(Seconds { wait, after: 0, until: 0 }), None, None];
-        if main.wait > wait + costs.interval {
-            candidates[1] = Some(Seconds { wait, after: 1, until: main.wait });
-        }
+    for wait in [before(1), before(2), after(1), after(2)].into_iter().flatten() {
+        let mut candidates = [Some(Seconds { wait, after: 0, until: 0 }), None];
         if main.after > 0 && main.until > wait + (main.after - 1) * costs.interval + costs.interval {
-            candidates[2] = Some(Seconds { wait, ..main });
+            candidates[1] = Some(Seconds { wait, ..main });
         }
         let best = candidates.into_iter().flatten().min_by_key(|&probe| costs.of(probe).0).unwrap_or(main);
         let (cost, polls) = costs.of(best);
