@@ -108,8 +108,9 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
     // a 5 s interval); after it only when some mass is estimated after it (else a later first
     // poll teaches nothing). Each takes the better of regular polls from there and the main
     // schedule's longer wait (to the same end) from there. Probes further away (halfway to the
-    // minimum first wait, and the minimum) were measured worse: they cost most of the budget,
-    // so fewer solves explore, and no more shifts settled (BENCHMARKS.md, "adaptive polling").
+    // minimum first wait, and the minimum) were measured worse on a steady mix: they cost most
+    // of the budget, so fewer solves explore. They settled no more shifts within 100 solves,
+    // though the first solves after a shift to faster answers cost less with them (BENCHMARKS.md).
     let mut probes = [Schedule { first_wait_ms: 0, gap: None }; PROBES];
     let mut probe_count = 0;
     let (mut extra_cost, mut extra_polls) = (0u64, 0u64);
