@@ -480,8 +480,7 @@ def main() -> int:
                 r[("adaptive", c)] = stats(rows)
                 r[("chosen", c)] = summarise([(row[3], row[5] / 1000) for row in rows])
                 if c == default_c:
-                    main_polls = sum(row[3] for row in rows)
-                    explore[(m, t)] = sum(row[0] for row in rows) / main_polls - 1
+                    explore[(m, t)] = r[("adaptive", c)]["polls"] / r[("chosen", c)]["polls"] - 1
             for c, (_, wait, after, until, polls, delay) in zip(costs, out[f"{m}/{t}/oracle"]):
                 r[("oracle", c)] = {"polls": polls, "delay": delay / 1000, "p95": math.nan,
                                     "schedule": f"{wait}" + (f"+{until}@{after}" if after else "")}  # fmt: skip
@@ -519,25 +518,24 @@ def main() -> int:
         print(f"| {c:g} | {len(pairs)} ({len(feasible)} feasible) | {len(wins['fixed'])} | {len(wins['sdk'])} | {len(wins['2captcha'])} | "
               f"{len(all_three)} ({share:.1%}) | {median:+.1%} | {quantile(list(ratios.values()), 0.9):+.1%} | "
               f"{ratios[worst]:+.0%} ({worst[0]}/{worst[1]}) |")  # fmt: skip
-        losers = [f"{m}/{t}" for m, t in feasible if (m, t) not in all_three]
+        lost = [p for p in feasible if p not in all_three]
+        losers = [f"{m}/{t}" for m, t in lost]
         # How much room a pair leaves: the best of the three baselines within 1% of the best
         # schedule in hindsight (on the very solves) leaves adaptive polling under 1.5% for its
         # estimate's error and its exploration together.
-        tight = [p for p in feasible if min(cost(results[p][o], c) for o in BASELINES)
-                 <= cost(results[p][("oracle", c)], c) * 1.01]  # fmt: skip
+        best_baseline = {p: min(cost(results[p][o], c) for o in BASELINES) for p in feasible}
+        tight = [p for p in feasible if best_baseline[p] <= cost(results[p][("oracle", c)], c) * 1.01]
         beaten = [p for p in feasible if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
         over = statistics.median(cost(results[p][("known", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
         known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / max(len(feasible), 1):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
         room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / max(len(feasible), 1):.1%} of feasible pairs; adaptive loses {sum(p not in all_three for p in tight)})")
-        # What the pairs adaptive loses are lost by, against what they offer: its cost over the best
-        # baseline's, and the best schedule in hindsight's gain under it.
-        lost = [p for p in feasible if p not in all_three]
-        # The same without exploration's own cost: each measured solve priced at the chosen
+        # The share without exploration's own cost: each measured solve priced at the chosen
         # schedule (the model learning as it did, from the solves that explored too).
         won = [p for p in feasible if all(no_costlier(p, o, ("chosen", c)) for o in BASELINES)]
         over_chosen = statistics.median(cost(results[p][("chosen", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
         chosen.append(f"c = {c:g} s: {len(won) / max(len(feasible), 1):.1%}, {over_chosen:+.1%} over the oracle")
-        best_baseline = {p: min(cost(results[p][o], c) for o in BASELINES) for p in lost}
+        # What the pairs adaptive loses are lost by, against what they offer: its cost over the best
+        # baseline's, and the best schedule in hindsight's gain under it.
         if lost:
             by = statistics.median(cost(results[p][("adaptive", c)], c) / best_baseline[p] - 1 for p in lost)
             gain = statistics.median(1 - cost(results[p][("oracle", c)], c) / best_baseline[p] for p in lost)
