@@ -479,6 +479,8 @@ def main() -> int:
                 rows = out[f"{m}/{t}/adaptive/{c:g}"][args.warmup :]
                 r[("adaptive", c)] = stats(rows)
                 r[("chosen", c)] = summarise([(row[3], row[5] / 1000) for row in rows])
+                # How often the chosen first wait differs from the previous solve's.
+                r[("changes", c)] = sum(a[4] != b[4] for a, b in zip(rows, rows[1:])) / max(len(rows) - 1, 1)
                 if c == default_c:
                     explore[(m, t)] = r[("adaptive", c)]["polls"] / r[("chosen", c)]["polls"] - 1
             for c, (_, wait, after, until, polls, delay) in zip(costs, out[f"{m}/{t}/oracle"]):
@@ -498,7 +500,7 @@ def main() -> int:
           "adaptive / oracle: median | p90 | worst |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     pairs = list(results)
-    room, known, margins, chosen = [], [], [], []
+    room, known, margins, chosen, changes = [], [], [], [], []
     for c in costs:
         def no_costlier(pair, other, who=("adaptive", c)) -> bool:
             ours, theirs = cost(results[pair][who], c), cost(results[pair][other], c)
@@ -540,6 +542,8 @@ def main() -> int:
             by = statistics.median(cost(results[p][("adaptive", c)], c) / best_baseline[p] - 1 for p in lost)
             gain = statistics.median(1 - cost(results[p][("oracle", c)], c) / best_baseline[p] for p in lost)
             margins.append(f"c = {c:g} s: {len(lost)}, by {by:+.1%} over the best baseline, where the best schedule in hindsight gains {gain:.1%}")
+        flips = lambda ps: statistics.median(results[p][("changes", c)] for p in ps) if ps else math.nan  # noqa: E731
+        changes.append(f"c = {c:g} s: {flips(lost):.1%} of the solves of the pairs it loses, {flips(all_three):.1%} of those it wins")
         check(f"share@{c:g}", share, GOAL_SHARE, f"c = {c:g} s: adaptive is no costlier than the table, the SDK and 2captcha-python "
               f"on {share:.1%} of the {len(feasible)} feasible pairs (goal {GOAL_SHARE:.0%}); not on {', '.join(losers[:12])}{' ...' if len(losers) > 12 else ''}",
               at_least=True)  # fmt: skip
@@ -549,6 +553,7 @@ def main() -> int:
           f"What a rule that estimates the distribution exactly would reach.")  # fmt: skip
     print(f"\nPairs where a baseline is within 1% of the best schedule in hindsight (not a goal check): {'; '.join(room)}.")
     print(f"\nPairs adaptive loses (not a goal check; medians): {'; '.join(margins) or 'none'}.")
+    print(f"\nChoice changes (not a goal check; medians): the chosen first wait differs from the previous solve's on {'; '.join(changes)}.")
     print(f"\nWithout exploration's own cost (not a goal check): each measured solve priced at the schedule the model chose, "
           f"the model learning as it did; the share of feasible pairs no costlier than all three baselines, and the median pair: "
           f"{'; '.join(chosen)}.")  # fmt: skip
