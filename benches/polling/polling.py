@@ -253,9 +253,11 @@ SETTLE_WITHIN = 100  # solves of the type after a mix shift
 SWEEP = [0, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 20]  # prices of a poll (s) the modelled mix's oracle is swept over
 BASELINES = ("fixed", "sdk", "2captcha")  # what adaptive polling's cost is held to: the table and the two SDKs
 KNOWN_DRAWS = 20_000  # other draws of the mix the best schedule with the distribution known is chosen on
-# The best schedule from a memory's worth of exact solve times: chosen on WINDOW other draws (the
-# rule's `memory`, 80 observations), WINDOWS times, its cost the mean of theirs.
-WINDOW, WINDOWS = 80, 5
+# The best schedule from a memory's worth of exact solve times: chosen on WINDOW other draws,
+# WINDOWS times, its cost the mean of theirs. WINDOW is what the rule's memory weighs: weights
+# that lose 1/80 (rounded down) per observation until under an eighth weigh as much as 144 equal
+# ones (Kish's effective sample size, (sum w)^2 / sum w^2, over the engine's integer decay).
+WINDOW, WINDOWS = 144, 5
 REFERENCES = 5  # models warmed on the new mix (other draws each) a shifted model is held against
 INTERVAL_S = 5  # every type polls every 5 s
 DEADLINE_S = {"image": 60, "grid": 60, "bls": 60, "cloudflare_challenge": 300}  # others: 120 s
@@ -565,7 +567,7 @@ def main() -> int:
           f"the pair's distribution, no exploration, is no costlier than all three baselines on {'; '.join(known)}. "
           f"What a rule that estimates the distribution exactly would reach.")  # fmt: skip
     print(f"\nFrom {WINDOW} exact solve times (not a goal check): the best schedule of the family for {WINDOW} other draws, "
-          f"as many as the rule's memory length, but seen exactly (no censoring, no exploration), the mean of {WINDOWS} such "
+          f"as many as the rule's memory weighs, but seen exactly (no censoring, no exploration), the mean of {WINDOWS} such "
           f"draws; the share of feasible pairs no costlier than all three baselines, and the median pair: {'; '.join(window)}.")  # fmt: skip
     print(f"\nPairs where a baseline is within 1% of the best schedule in hindsight (not a goal check): {'; '.join(room)}.")
     print(f"\nPairs adaptive loses (not a goal check; medians): {'; '.join(margins) or 'none'}.")
