@@ -119,11 +119,11 @@ pub(crate) fn plan(mass: &[u64], interval_ms: u64, min_first_wait_ms: u64, poll_
         Some(main.wait + seconds).filter(|&wait| wait <= costs.max_wait() && costs.survival[main.wait] > 0)
     };
     for wait in [before(1), before(2), after(1), after(2)].into_iter().flatten() {
-        let mut candidates = [Some(Seconds { wait, after: 0, until: 0 }), None];
-        if main.after > 0 && main.until > wait + (main.after - 1) * costs.interval + costs.interval {
-            candidates[1] = Some(Seconds { wait, ..main });
-        }
-        let best = candidates.into_iter().flatten().min_by_key(|&probe| costs.of(probe).0).unwrap_or(main);
+        // The main schedule's longer wait, moved to the probe, when it is still longer than an interval.
+        let regular = Seconds { wait, after: 0, until: 0 };
+        let gapped = Seconds { wait, ..main };
+        let gap_fits = main.after > 0 && main.until > wait + main.after * costs.interval;
+        let best = if gap_fits && costs.of(gapped).0 < costs.of(regular).0 { gapped } else { regular };
         let (cost, polls) = costs.of(best);
         extra_cost += cost.saturating_sub(main_cost);
         extra_polls += polls.saturating_sub(main_polls);
