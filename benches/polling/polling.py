@@ -524,6 +524,13 @@ def main() -> int:
         # one chosen in hindsight on the very solves: no rule within the floors can match it, so
         # that pair is not a goal (the owner's answer 1). The share counts the other pairs.
         feasible = [p for p in pairs if all(no_costlier(p, o, ("oracle", c)) for o in BASELINES)]
+
+        def standing(who: tuple) -> tuple[list, float]:
+            """The feasible pairs where `who` is no costlier than all three baselines, and its cost
+            over the oracle's on the median pair."""
+            ahead = [p for p in feasible if all(no_costlier(p, o, who) for o in BASELINES)]
+            return ahead, statistics.median(cost(results[p][who], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
+
         all_three = [p for p in feasible if all(no_costlier(p, o) for o in BASELINES)]
         ratios = {p: cost(results[p][("adaptive", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs}
         worst = max(ratios, key=ratios.get)
@@ -539,18 +546,15 @@ def main() -> int:
         # estimate's error and its exploration together.
         best_baseline = {p: min(cost(results[p][o], c) for o in BASELINES) for p in feasible}
         tight = [p for p in feasible if best_baseline[p] <= cost(results[p][("oracle", c)], c) * 1.01]
-        beaten = [p for p in feasible if all(no_costlier(p, o, ("known", c)) for o in BASELINES)]
-        over = statistics.median(cost(results[p][("known", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
+        beaten, over = standing(("known", c))
         known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / max(len(feasible), 1):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
-        few = [p for p in feasible if all(no_costlier(p, o, ("window", c)) for o in BASELINES)]
-        over = statistics.median(cost(results[p][("window", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
+        few, over = standing(("window", c))
         window.append(f"c = {c:g} s: {len(few) / max(len(feasible), 1):.1%}, {over:+.1%} over the oracle")
         room.append(f"c = {c:g} s: {len(tight)} ({len(tight) / max(len(feasible), 1):.1%} of feasible pairs; adaptive loses {sum(p not in all_three for p in tight)})")
         # The share without exploration's own cost: each measured solve priced at the chosen
         # schedule (the model learning as it did, from the solves that explored too).
-        won = [p for p in feasible if all(no_costlier(p, o, ("chosen", c)) for o in BASELINES)]
-        over_chosen = statistics.median(cost(results[p][("chosen", c)], c) / cost(results[p][("oracle", c)], c) - 1 for p in pairs)
-        chosen.append(f"c = {c:g} s: {len(won) / max(len(feasible), 1):.1%}, {over_chosen:+.1%} over the oracle")
+        won, over = standing(("chosen", c))
+        chosen.append(f"c = {c:g} s: {len(won) / max(len(feasible), 1):.1%}, {over:+.1%} over the oracle")
         # What the pairs adaptive loses are lost by, against what they offer: its cost over the best
         # baseline's, and the best schedule in hindsight's gain under it.
         if lost:
