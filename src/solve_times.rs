@@ -23,9 +23,9 @@ use crate::text;
 
 /// Identifies the text form.
 const FORMAT: &str = "captchaai-engine/solve-times";
-/// The text form's version this engine writes. It also reads version 2 (no drift: both sums
-/// zero) and version 1 (see [`from_v1`]).
-const VERSION: u64 = 3;
+/// The text form's version this engine writes. It also reads version 3 (the drift test's edges
+/// not known), version 2 (no drift: both sums zero) and version 1 (see [`from_v1`]).
+const VERSION: u64 = 4;
 /// The weight one observation adds.
 const UNIT: u32 = 1_024;
 /// The estimate's total mass: `2^32` stands for certainty.
@@ -97,27 +97,89 @@ pub struct SolveTimes {
 /// distribution, in `2^16` of a probability (each sum stays at most `drift_limit`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Drift {
-    earlier: u32,
-    later: u32,
+    /// Answers earlier than the estimate says; its edge is the latest end among them.
+    earlier: Side,
+    /// Answers later than the estimate says; its edge is the earliest start among them.
+    later: Side,
+}
+
+/// One sum of the drift test, and the edge of the observations it gathered since it was last
+/// zero: how far towards the old estimate they reach. `None` while the sum is zero, or when not
+/// known (a version 3 model's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Side {
+    sum: u32,
+    edge: Option<u32>,
+}
+
+impl Side {
+    /// The sum after an observation `by` from the middle, whose own edge is `edge` (`nearer`
+    /// picks the one of two edges nearer the old estimate).
+    fn step(self, by: i64, edge: u32, nearer: fn(u32, u32) -> u32) -> Side {
+        let sum = (i64::from(self.sum) + by - ADAPTIVE.drift_allowance).max(0) as u32;
+        let edge = if self.sum == 0 { Some(edge) } else { self.edge.map(|old| nearer(old, edge)) };
+        Side { sum, edge: edge.filter(|_| sum > 0) }
+    }
+
+    /// `sum` or `sum/edge`.
+    fn write(self, text: &mut String) {
+        text.push_str(itoa::Buffer::new().format(self.sum));
+        if let Some(edge) = self.edge {
+            text.push('/');
+            text.push_str(itoa::Buffer::new().format(edge));
+        }
+    }
+
+    /// Reads [`Side::write`]'s form: `None` when malformed, over the limit or the horizon, or
+    /// with an edge and no sum.
+    fn parse(text: &str, horizon: u32) -> Option<Side> {
+        let (sum, edge) = match text.split_once('/') {
+            Some((sum, edge)) => (sum, Some(edge.parse().ok()?)),
+            None => (text, None),
+        };
+        let side = Side { sum: sum.parse().ok()?, edge };
+        let edge_ok = side.edge.is_none_or(|edge| side.sum > 0 && edge <= horizon);
+        (side.sum <= ADAPTIVE.drift_limit && edge_ok).then_some(side)
+    }
 }
 
 impl Drift {
-    /// `earlier:later`, or nothing when both are zero.
+    /// `earlier:later`, each side `sum` or `sum/edge`; nothing when both sums are zero.
     fn to_text(self) -> String {
         let mut text = String::new();
         if self != Drift::default() {
-            text.push_str(itoa::Buffer::new().format(self.earlier));
+            self.earlier.write(&mut text);
             text.push(':');
-            text.push_str(itoa::Buffer::new().format(self.later));
+            self.later.write(&mut text);
         }
         text
     }
 
-    /// Reads [`Drift::to_text`]'s form: `None` when malformed or a sum is over the limit.
-    fn parse(text: &str) -> Option<Drift> {
+    /// Reads [`Drift::to_text`]'s form: `None` when malformed (see [`Side::parse`]).
+    fn parse(text: &str, horizon: u32) -> Option<Drift> {
         let (earlier, later) = text.split_once(':')?;
-        let drift = Drift { earlier: earlier.parse().ok()?, later: later.parse().ok()? };
-        (drift.earlier.max(drift.later) <= ADAPTIVE.drift_limit).then_some(drift)
+        Some(Drift { earlier: Side::parse(earlier, horizon)?, later: Side::parse(later, horizon)? })
+    }
+}
+
+/// How the drift test fired: answers came earlier or later than the estimate said, and how far
+/// towards it they reached (the side's edge).
+#[derive(Clone, Copy, Debug)]
+enum Drifted {
+    Earlier(Option<u32>),
+    Later(Option<u32>),
+}
+
+impl Drifted {
+    /// Whether a remembered interval lies wholly beyond every answer the test gathered (after
+    /// the latest end of answers that came earlier, before the earliest start of answers that
+    /// came later): the service as it was. Not known: none.
+    fn stale(self, seen: &Seen) -> bool {
+        match self {
+            Drifted::Earlier(Some(latest_end)) => seen.from >= latest_end,
+            Drifted::Later(Some(earliest_start)) => seen.to <= earliest_start,
+            Drifted::Earlier(None) | Drifted::Later(None) => false,
+        }
     }
 }
 
@@ -284,34 +346,41 @@ impl SolveTimes {
     }
 
     /// The drift test, fed an observation of `from..to`: whether the ready times have moved
-    /// away from the estimate. Where the estimate is right, the middle of an observation's
-    /// interval in the estimate's distribution (the mean of its cumulative mass at both ends)
-    /// averages one half, whatever the polls; each sum gathers how far observations fall below
-    /// (above) that, less `drift_allowance`, and the test fires when one passes `drift_limit`,
-    /// both sums then starting again. Only a model in use is tested.
-    fn drifted(&mut self, from: u32, to: u32) -> bool {
+    /// away from the estimate, and which way. Where the estimate is right, the middle of an
+    /// observation's interval in the estimate's distribution (the mean of its cumulative mass at
+    /// both ends) averages one half, whatever the polls; each sum gathers how far observations
+    /// fall below (above) that, less `drift_allowance`, and the test fires when one passes
+    /// `drift_limit`, both sums then starting again. Only a model in use is tested.
+    fn drifted(&mut self, from: u32, to: u32) -> Option<Drifted> {
         let total: u64 = self.mass.iter().sum();
         if total == 0 || self.observations < ADAPTIVE.min_observations {
-            return false;
+            return None;
         }
         let below = |second: u32| -> u64 { self.mass.iter().take(second as usize).sum() };
         // Under 2^49: the estimate's mass sums to about 2^32.
         let middle = ((below(from) + below(to)) * HALF as u64 / total) as i64;
-        let step = |sum: u32, by: i64| (i64::from(sum) + by - ADAPTIVE.drift_allowance).max(0) as u32;
-        let drift =
-            Drift { earlier: step(self.drift.earlier, HALF - middle), later: step(self.drift.later, middle - HALF) };
-        let fired = drift.earlier.max(drift.later) > ADAPTIVE.drift_limit;
-        self.drift = if fired { Drift::default() } else { drift };
+        let earlier = self.drift.earlier.step(HALF - middle, to, u32::max);
+        let later = self.drift.later.step(middle - HALF, from, u32::min);
+        let fired = if earlier.sum > ADAPTIVE.drift_limit {
+            Some(Drifted::Earlier(earlier.edge))
+        } else if later.sum > ADAPTIVE.drift_limit {
+            Some(Drifted::Later(later.edge))
+        } else {
+            None
+        };
+        self.drift = if fired.is_some() { Drift::default() } else { Drift { earlier, later } };
         fired
     }
 
-    /// Decays what is remembered (after the drift test fired, keeps `1/forget_on_drift` of it)
-    /// and adds one observation of `from..to`.
-    fn remember(&mut self, from: u32, to: u32, drifted: bool) {
+    /// Decays what is remembered and adds one observation of `from..to`. After the drift test
+    /// fired, forgets the intervals it found stale and keeps `1/forget_on_drift` of the rest.
+    fn remember(&mut self, from: u32, to: u32, drifted: Option<Drifted>) {
         for seen in &mut self.seen {
             seen.weight -= seen.weight / ADAPTIVE.memory;
-            if drifted {
-                seen.weight /= ADAPTIVE.forget_on_drift;
+            match drifted {
+                Some(drifted) if drifted.stale(seen) => seen.weight = 0,
+                Some(_) => seen.weight /= ADAPTIVE.forget_on_drift,
+                None => {}
             }
         }
         self.seen.retain(|seen| seen.weight >= UNIT / 8);
@@ -452,7 +521,7 @@ struct Text<'a> {
     /// The poll cost of the last solve created with the model, when not the default.
     #[serde(skip_serializing_if = "Option::is_none")]
     poll_cost_ms: Option<u64>,
-    /// The drift test's sums, `earlier:later`, when not both zero.
+    /// The drift test's sides, `earlier:later` (each `sum` or `sum/edge`), when not both zero.
     #[serde(skip_serializing_if = "str::is_empty")]
     drift: &'a str,
 }
@@ -502,7 +571,7 @@ impl<'a> Fields<'a> {
 }
 
 impl fmt::Display for SolveTimes {
-    /// `{"format":"captchaai-engine/solve-times","version":3,"type":..,"n":..,
+    /// `{"format":"captchaai-engine/solve-times","version":4,"type":..,"n":..,
     /// "seen":"from:to:weight,..","drift":"earlier:later"}`: at most 1 KiB (at most 56
     /// intervals).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -534,7 +603,7 @@ impl fmt::Display for SolveTimes {
 impl FromStr for SolveTimes {
     type Err = SolveTimesError;
 
-    /// Reads the text form (version 3, 2 or 1, converted); every field is checked, so a parsed
+    /// Reads the text form (version 4, 3, 2 or 1, converted); every field is checked, so a parsed
     /// model behaves as one the engine built.
     fn from_str(text: &str) -> Result<SolveTimes, SolveTimesError> {
         let value: serde_json::Value =
@@ -544,7 +613,7 @@ impl FromStr for SolveTimes {
         }
         let invalid = |why: String| SolveTimesError::Invalid(why);
         let (mut model, seen) = match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(version @ (2 | VERSION)) => {
+            Some(version @ (2 | 3 | VERSION)) => {
                 let names = ["format", "version", "type", "n", "seen", "poll_cost_ms", "drift"];
                 let read = Fields::of(&value, &names)?;
                 let mut model = SolveTimes::new(read.text("type")?)?;
@@ -553,10 +622,15 @@ impl FromStr for SolveTimes {
                     POLL_COST_MS.check(cost).map_err(|e| invalid(e.message))?;
                     model.poll_cost_ms.set(cost);
                 }
-                let what = "`earlier:later`, each within the limit (version 3)";
-                if let Some(drift) = read.optional("drift", |value| value.as_str().and_then(Drift::parse), what)? {
+                let what = "`earlier:later`, each `sum` or `sum/edge`, within the limit and the deadline";
+                let horizon = model.horizon();
+                let parse = |value: &serde_json::Value| value.as_str().and_then(|text| Drift::parse(text, horizon));
+                if let Some(drift) = read.optional("drift", parse, what)? {
                     if version == 2 {
                         return Err(invalid("a version 2 model has no `drift`".into()));
+                    }
+                    if version == 3 && (drift.earlier.edge.is_some() || drift.later.edge.is_some()) {
+                        return Err(invalid("a version 3 model's `drift` has no edges".into()));
                     }
                     model.drift = drift;
                 }
@@ -584,7 +658,7 @@ impl FromStr for SolveTimes {
     }
 }
 
-/// The intervals of a version-2 or -3 text: `from:to:weight` in order, `from < to <= horizon`, each
+/// The intervals of a version-2, -3 or -4 text: `from:to:weight` in order, `from < to <= horizon`, each
 /// weight at least an eighth of one observation and at most the steady state of one each time.
 fn parse_seen(text: &str, horizon: u32) -> Result<Vec<Seen>, SolveTimesError> {
     let most = UNIT.saturating_mul(ADAPTIVE.memory + 1);
