@@ -712,8 +712,10 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 ///   middle of the estimate's distribution (the mean of its cumulative mass at the interval's
 ///   ends averages one half). A two-sided CUSUM test sums how far each observation falls below
 ///   (and above) the middle, less `drift_allowance`; when a sum passes `drift_limit` the service
-///   has changed, and the model keeps only `1/forget_on_drift` of every remembered weight, so
-///   that what comes next dominates the estimate. Fixed point: `2^16` is a probability of one.
+///   has changed: the model forgets every interval wholly beyond the answers the sum gathered
+///   (before the earliest start of answers later than estimated, after the latest end of
+///   earlier ones) and keeps only `1/forget_on_drift` of every other weight, so that what comes
+///   next dominates the estimate. Fixed point: `2^16` is a probability of one.
 /// - **Exploration.** The distribution before the first poll cannot be seen from solves that poll
 ///   first at the same time, nor the phase of the polls after it. So a few solves explore: they
 ///   take the best schedule of the family whose first poll is 1 or 2 s earlier or later (later
@@ -746,7 +748,8 @@ pub(crate) struct AdaptiveRule {
     pub drift_allowance: i64,
     /// Where a drift sum fires the test.
     pub drift_limit: u32,
-    /// The share of every remembered weight kept when the drift test fires: `1/forget_on_drift`.
+    /// The share of every remembered weight not found stale kept when the drift test fires:
+    /// `1/forget_on_drift`.
     pub forget_on_drift: u32,
     /// Rounds of the EM algorithm per estimate.
     pub em_rounds: u32,

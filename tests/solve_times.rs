@@ -2,8 +2,9 @@
 //! `SolveTimes::min_observations()` observations; then each solve gets the schedule of least
 //! expected cost (the wait from the answer being ready to the poll that finds it, plus the config's
 //! `poll_cost_ms` per poll), or for a few solves an exploring one; a drift test forgets most of
-//! the past when answers move away from the estimate; its text form round-trips, reads versions
-//! 1 and 2 and refuses bad input with a typed error; and no model ever makes a solve poll sooner
+//! the past when answers move away from the estimate, and all of what lies beyond the new
+//! answers; its text form round-trips, reads versions 1 to 3 and refuses bad input with a typed
+//! error; and no model ever makes a solve poll sooner
 //! than 1 s after the submit, polls less than 5 s apart, or send anything at or after the
 //! deadline.
 
@@ -312,6 +313,42 @@ fn answers_that_move_away_from_the_estimate_make_it_forget() {
     }
 }
 
+/// When the drift test fires, every interval wholly beyond the answers it gathered is forgotten
+/// (answers now later: those that end before the new ones start; now earlier: those that start
+/// after the new ones end), not kept at a sixteenth: nothing is left of the service as it was.
+/// After answers move from 8 s to 60 s, the first poll is past 40 s five solves later (a sixteenth
+/// of the past held it at 8 s, with a longer wait after it, for some 45 solves); after they move
+/// from 30 s to 2 s, no longer wait is kept for answers at 30 s.
+#[test]
+fn a_drift_forgets_what_lies_beyond_the_new_answers() {
+    for (old_ms, new_ms) in [(8_000, 60_000), (30_000, 2_000)] {
+        let fired = drift_fired_at(&mut learned(old_ms, 60), 60..100, |_| new_ms)[0];
+        // The same model again, stopped right after the test fired.
+        let mut model = learned(old_ms, 60);
+        assert_eq!(drift_fired_at(&mut model, 60..fired + 1, |_| new_ms), [fired]);
+        let seen = weights(&model);
+        let new = |&&((from, to), _): &&((u32, u32), u32)| {
+            u64::from(from) * 1_000 < new_ms && new_ms <= u64::from(to) * 1_000
+        };
+        let (first_start, last_end) = seen
+            .iter()
+            .filter(new)
+            .fold((u32::MAX, 0), |(start, end), ((from, to), _)| (start.min(*from), end.max(*to)));
+        for ((from, to), _) in &seen {
+            let beyond = if new_ms > old_ms { *to <= first_start } else { *from >= last_end };
+            assert!(!beyond, "{old_ms} -> {new_ms}: {from}..{to} s is still remembered: {seen:?}");
+        }
+        if new_ms > old_ms {
+            drift_fired_at(&mut model, fired + 1..fired + 6, |_| new_ms);
+            let first_poll = main_schedule(&model).first_wait_ms;
+            assert!(first_poll >= 40_000, "{old_ms} -> {new_ms}: first poll at {first_poll} ms 5 solves after");
+        } else {
+            let chosen = main_schedule(&model);
+            assert_eq!(chosen.gap, None, "{old_ms} -> {new_ms}: a longer wait is kept for the old answers");
+        }
+    }
+}
+
 /// Answers from an unchanging spread (ready 3 to 40 s, in a fixed scrambled order) never fire
 /// the drift test: the sums stay under the limit over a thousand solves.
 #[test]
@@ -343,18 +380,23 @@ type Expected = fn(&SolveTimesError) -> bool;
 #[test]
 fn bad_text_is_a_typed_error() {
     let good = learned(8_000, 25).to_string();
-    assert!(good.contains(r#""version":3"#), "{good}");
+    assert!(good.contains(r#""version":4"#), "{good}");
     let invalid = |e: &SolveTimesError| matches!(e, SolveTimesError::Invalid(_));
     let cases: Vec<(String, Expected)> = vec![
         ("".into(), |e| matches!(e, SolveTimesError::Malformed(_))),
         ("{\"format\":".into(), |e| matches!(e, SolveTimesError::Malformed(_))),
         ("[1,2]".into(), |e| matches!(e, SolveTimesError::Foreign)),
         (r#"{"format":"captchaai-engine/solve","version":2}"#.into(), |e| matches!(e, SolveTimesError::Foreign)),
-        (good.replace("\"version\":3", "\"version\":9"), |e| matches!(e, SolveTimesError::UnsupportedVersion(9))),
+        (good.replace("\"version\":4", "\"version\":9"), |e| matches!(e, SolveTimesError::UnsupportedVersion(9))),
         (with_drift(&good, 2, r#""1:0""#), invalid),
-        (with_drift(&good, 3, r#""1:9999999""#), invalid),
-        (with_drift(&good, 3, r#""1""#), invalid),
-        (with_drift(&good, 3, "[1,0]"), invalid),
+        (with_drift(&good, 4, r#""1:9999999""#), invalid),
+        (with_drift(&good, 4, r#""1""#), invalid),
+        (with_drift(&good, 4, "[1,0]"), invalid),
+        (with_drift(&good, 3, r#""1/20:0""#), invalid),
+        (with_drift(&good, 4, r#""0/20:5""#), invalid),
+        (with_drift(&good, 4, r#""5/500:0""#), invalid),
+        (with_drift(&good, 4, r#""5/:0""#), invalid),
+        (with_drift(&good, 4, r#""5:7/2/3""#), invalid),
         (good.replace("turnstile", "hcaptcha"), invalid),
         (good.replace("\"n\":", "\"extra\":1,\"n\":"), invalid),
         (good.replace("\"n\":25", "\"n\":0"), invalid),
@@ -373,17 +415,23 @@ fn bad_text_is_a_typed_error() {
 }
 
 /// A version 2 model (no drift test) is read as the same model with both drift sums zero; a
-/// version 3 one keeps its sums.
+/// version 3 one keeps its sums, their edges not known; a version 4 one keeps both.
 #[test]
-fn versions_2_and_3_are_read() {
+fn versions_2_to_4_are_read() {
     let v2 = r#"{"format":"captchaai-engine/solve-times","version":2,"type":"turnstile","n":25,"seen":"0:8:20480,8:13:4096"}"#;
     let model: SolveTimes = v2.parse().unwrap();
-    let v3 = v2.replace(r#""version":2"#, r#""version":3"#);
-    assert_eq!(model.to_string(), v3);
-    let drifting = v3.replace('}', r#","drift":"5:70000"}"#);
-    let model: SolveTimes = drifting.parse().unwrap();
-    assert_eq!(model.to_string(), drifting);
-    assert_ne!(model, v3.parse().unwrap());
+    let v4 = v2.replace(r#""version":2"#, r#""version":4"#);
+    assert_eq!(model.to_string(), v4);
+    let drifting = |version: u64, drift: &str| {
+        v2.replace(r#""version":2"#, &format!(r#""version":{version}"#))
+            .replace('}', &format!(r#","drift":"{drift}"}}"#))
+    };
+    let model: SolveTimes = drifting(3, "5:70000").parse().unwrap();
+    assert_eq!(model.to_string(), drifting(4, "5:70000"));
+    assert_ne!(model, v4.parse().unwrap());
+    let model: SolveTimes = drifting(4, "5/13:70000/8").parse().unwrap();
+    assert_eq!(model.to_string(), drifting(4, "5/13:70000/8"));
+    assert_ne!(model, drifting(4, "5:70000").parse().unwrap());
 }
 
 /// Version 1 models (histograms of lower bounds) are read: each remembered lower bound becomes an
@@ -396,7 +444,7 @@ fn a_version_1_model_is_read() {
     assert_eq!((model.task_type(), model.observations()), ("turnstile", 40));
     assert!(model.first_wait_ms().is_some());
     let text = model.to_string();
-    assert!(text.contains(r#""version":3"#) && text.contains("0:14:") && text.contains("13:19:"), "{text}");
+    assert!(text.contains(r#""version":4"#) && text.contains("0:14:") && text.contains("13:19:"), "{text}");
     assert_eq!(text.parse::<SolveTimes>().unwrap(), model);
     let broken = v1.replace("\"hist\":\"8:", "\"hist\":\"x:");
     assert!(matches!(broken.parse::<SolveTimes>(), Err(SolveTimesError::Invalid(_))));
