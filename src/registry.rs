@@ -711,7 +711,9 @@ pub(crate) const TYPES: &[TypeSpec] = &[
 /// - **Drift.** Where the estimate is right, an observation's interval falls, on average, in the
 ///   middle of the estimate's distribution (the mean of its cumulative mass at the interval's
 ///   ends averages one half). A two-sided CUSUM test sums how far each observation falls below
-///   (and above) the middle, less `drift_allowance`; when a sum passes `drift_limit` the service
+///   (and above) the middle, less `drift_allowance` times the estimate's mass outside the
+///   observation's interval (one that spans the whole estimate says nothing of where answers
+///   fall, and neither counts nor drains the sums); when a sum passes `drift_limit` the service
 ///   has changed: the model forgets every interval wholly beyond the answers the sum gathered
 ///   (before the earliest start of answers later than estimated, after the latest end of
 ///   earlier ones) and keeps only `1/forget_on_drift` of every other weight, so that what comes
@@ -743,7 +745,8 @@ pub(crate) struct AdaptiveRule {
     pub explore_permille: u64,
     /// The most solves that explore, per 65,536.
     pub most_exploring_per_65536: u64,
-    /// What the drift test lets each observation fall from the middle without counting (`2^16`
+    /// What the drift test lets each observation fall from the middle without counting, for an
+    /// interval that holds none of the estimate (less in proportion to the mass it holds; `2^16`
     /// is a probability of one).
     pub drift_allowance: i64,
     /// Where a drift sum fires the test.
@@ -766,7 +769,7 @@ pub(crate) const ADAPTIVE: AdaptiveRule = AdaptiveRule {
     memory: 80,
     explore_permille: 20,
     most_exploring_per_65536: 8_192,
-    drift_allowance: 6_554,
+    drift_allowance: 9_830,
     drift_limit: 163_840,
     forget_on_drift: 16,
     em_rounds: 4,

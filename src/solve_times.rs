@@ -113,10 +113,11 @@ struct Side {
 }
 
 impl Side {
-    /// The sum after an observation `by` from the middle, whose own edge is `edge` (`nearer`
-    /// picks the one of two edges nearer the old estimate).
+    /// The sum after an observation that adds `by` (its distance from the middle, less its
+    /// allowance), whose own edge is `edge` (`nearer` picks the one of two edges nearer the old
+    /// estimate).
     fn step(self, by: i64, edge: u32, nearer: fn(u32, u32) -> u32) -> Side {
-        let sum = (i64::from(self.sum) + by - ADAPTIVE.drift_allowance).max(0) as u32;
+        let sum = (i64::from(self.sum) + by).max(0) as u32;
         let edge = if self.sum == 0 { Some(edge) } else { self.edge.map(|old| nearer(old, edge)) };
         Side { sum, edge: edge.filter(|_| sum > 0) }
     }
@@ -349,7 +350,8 @@ impl SolveTimes {
     /// away from the estimate, and which way. Where the estimate is right, the middle of an
     /// observation's interval in the estimate's distribution (the mean of its cumulative mass at
     /// both ends) averages one half, whatever the polls; each sum gathers how far observations
-    /// fall below (above) that, less `drift_allowance`, and the test fires when one passes
+    /// fall below (above) that, less `drift_allowance` times the estimate's mass outside the
+    /// interval, and the test fires when one passes
     /// `drift_limit`, both sums then starting again. Only a model in use is tested.
     fn drifted(&mut self, from: u32, to: u32) -> Option<Drifted> {
         let total: u64 = self.mass.iter().sum();
@@ -359,8 +361,14 @@ impl SolveTimes {
         let below = |second: u32| -> u64 { self.mass.iter().take(second as usize).sum() };
         // Under 2^49: the estimate's mass sums to about 2^32.
         let middle = ((below(from) + below(to)) * HALF as u64 / total) as i64;
-        let earlier = self.drift.earlier.step(HALF - middle, to, u32::max);
-        let later = self.drift.later.step(middle - HALF, from, u32::min);
+        // The allowance is for the estimate's mass outside the interval: an observation that
+        // spans all of it says nothing of where answers fall, so it neither counts nor drains
+        // the sums (the wide intervals of a first poll after every answer would else drain what
+        // the few exploring solves that poll earlier gather).
+        let width = ((below(to) - below(from)) * 2 * HALF as u64 / total) as i64;
+        let allowance = ADAPTIVE.drift_allowance * (2 * HALF - width) / (2 * HALF);
+        let earlier = self.drift.earlier.step(HALF - middle - allowance, to, u32::max);
+        let later = self.drift.later.step(middle - HALF - allowance, from, u32::min);
         let fired = if earlier.sum > ADAPTIVE.drift_limit {
             Some(Drifted::Earlier(earlier.edge))
         } else if later.sum > ADAPTIVE.drift_limit {
