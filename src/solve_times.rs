@@ -351,8 +351,8 @@ impl SolveTimes {
     /// observation's interval in the estimate's distribution (the mean of its cumulative mass at
     /// both ends) averages one half, whatever the polls; each sum gathers how far observations
     /// fall below (above) that, less `drift_allowance` times the estimate's mass outside the
-    /// interval, and the test fires when one passes
-    /// `drift_limit`, both sums then starting again. Only a model in use is tested.
+    /// interval, and the test fires when one passes `drift_limit`, both sums then starting
+    /// again. Only a model in use is tested.
     fn drifted(&mut self, from: u32, to: u32) -> Option<Drifted> {
         let total: u64 = self.mass.iter().sum();
         if total == 0 || self.observations < ADAPTIVE.min_observations {
