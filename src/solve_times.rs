@@ -359,13 +359,14 @@ impl SolveTimes {
             return None;
         }
         let below = |second: u32| -> u64 { self.mass.iter().take(second as usize).sum() };
+        let (below_from, below_to) = (below(from), below(to));
         // Under 2^49: the estimate's mass sums to about 2^32.
-        let middle = ((below(from) + below(to)) * HALF as u64 / total) as i64;
+        let middle = ((below_from + below_to) * HALF as u64 / total) as i64;
         // The allowance is for the estimate's mass outside the interval: an observation that
         // spans all of it says nothing of where answers fall, so it neither counts nor drains
         // the sums (the wide intervals of a first poll after every answer would else drain what
         // the few exploring solves that poll earlier gather).
-        let width = ((below(to) - below(from)) * 2 * HALF as u64 / total) as i64;
+        let width = ((below_to - below_from) * 2 * HALF as u64 / total) as i64;
         let allowance = ADAPTIVE.drift_allowance * (2 * HALF - width) / (2 * HALF);
         let earlier = self.drift.earlier.step(HALF - middle - allowance, to, u32::max);
         let later = self.drift.later.step(middle - HALF - allowance, from, u32::min);
@@ -642,7 +643,7 @@ impl FromStr for SolveTimes {
                     }
                     model.drift = drift;
                 }
-                let seen = parse_seen(read.text("seen")?, model.horizon())?;
+                let seen = parse_seen(read.text("seen")?, horizon)?;
                 (model, seen)
             }
             Some(1) => {

@@ -4,9 +4,8 @@
 //! `poll_cost_ms` per poll), or for a few solves an exploring one; a drift test forgets most of
 //! the past when answers move away from the estimate, and all of what lies beyond the new
 //! answers; its text form round-trips, reads versions 1 to 3 and refuses bad input with a typed
-//! error; and no model ever makes a solve poll sooner
-//! than 1 s after the submit, polls less than 5 s apart, or send anything at or after the
-//! deadline.
+//! error; and no model ever makes a solve poll sooner than 1 s after the submit, polls less than
+//! 5 s apart, or send anything at or after the deadline.
 
 mod common;
 

@@ -349,12 +349,16 @@ def settle(rows: list[tuple[int, float]], references: list[list[tuple[int, float
     return settled
 
 
+def in_time(settled: int | None) -> bool:
+    """Whether `settle`'s answer meets the goal: settled within `SETTLE_WITHIN` solves."""
+    return settled is not None and settled <= SETTLE_WITHIN
+
+
 def held_out(runs: list[list[tuple[int, float]]], phase: float) -> list[bool]:
     """Each of `runs` (models warmed alike, on the same solves) held against the others by
-    `settle`: whether it settles within `SETTLE_WITHIN` solves. What a rule whose models after a
-    shift could not be told from warmed ones would score on the settle test."""
-    settled = [settle(run, runs[:k] + runs[k + 1 :], phase) for k, run in enumerate(runs)]
-    return [n is not None and n <= SETTLE_WITHIN for n in settled]
+    `settle`: whether it settles in time. What a rule whose models after a shift could not be
+    told from warmed ones would score on the settle test."""
+    return [in_time(settle(run, runs[:k] + runs[k + 1 :], phase)) for k, run in enumerate(runs)]
 
 
 def run_schedule(wait: int, after: int, until: int, solve_s: list[float]) -> dict:
@@ -654,8 +658,9 @@ def main() -> int:
             if key not in out:
                 continue
             ours, refs = after_shift(key), [after_shift(f"{b}>{b}/{a}/{t}/{k}") for k in range(REFERENCES)]
-            n = settle(ours, refs, late_share(mixes[b]["types"][t]))
-            ceiling += held_out(refs, late_share(mixes[b]["types"][t]))
+            phase = late_share(mixes[b]["types"][t])
+            n = settle(ours, refs, phase)
+            ceiling += held_out(refs, phase)
             # What the shift costs users (not a goal check): the shifted model's cost at the
             # default c over the references' mean cost on the same solves, in the first
             # SETTLE_WITHIN solves after the shift and in the rest.
@@ -663,7 +668,7 @@ def main() -> int:
                 theirs = statistics.fmean(cost(summarise(ref[span]), default_c) for ref in refs)
                 excess[part].append(cost(summarise(ours[span]), default_c) / theirs - 1)
             total_n += 1
-            ok = n is not None and n <= SETTLE_WITHIN
+            ok = in_time(n)
             settled_n += ok
             if not ok:
                 unsettled.append(f"{a}→{b}/{t} ({'never' if n is None else n})")
