@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import math
 import random
@@ -258,7 +259,9 @@ KNOWN_DRAWS = 20_000  # other draws of the mix the best schedule with the distri
 # WINDOWS times, its cost the mean of theirs. WINDOW is what the rule's memory weighs: weights
 # that lose 1/80 (rounded down) per observation until under an eighth weigh as much as 144 equal
 # ones (Kish's effective sample size, (sum w)^2 / sum w^2, over the engine's integer decay).
+# The same from twice as many: what a memory twice as long could reach at best.
 WINDOW, WINDOWS = 144, 5
+WINDOW_SIZES = (WINDOW, 2 * WINDOW)
 REFERENCES = 5  # models warmed on the new mix (other draws each) a shifted model is held against
 INTERVAL_S = 5  # every type polls every 5 s
 DEADLINE_S = {"image": 60, "grid": 60, "bls": 60, "cloudflare_challenge": 300}  # others: 120 s
@@ -415,7 +418,8 @@ def main() -> int:
     random.seed(args.seed)  # the SDK's jitter uses the global generator
 
     known_rng = random.Random(f"known {args.seed}")  # its own draws: the others stay as they were
-    window_rng = random.Random(f"window {args.seed}")
+    # One generator per window size (the first's seed as it always was: its draws stay the same).
+    window_rngs = {size: random.Random(f"window {args.seed}" + ("" if size == WINDOW else f" {size}")) for size in WINDOW_SIZES}
     samples = {m: {t: draw(rng, d, args.warmup + args.solves) for t, d in mix["types"].items()} for m, mix in mixes.items()}
     entries = []
     for m, mix in mixes.items():
@@ -428,9 +432,9 @@ def main() -> int:
             # The best schedule with the distribution known: chosen in hindsight on other draws.
             other = ms(draw(known_rng, mix["types"][t], KNOWN_DRAWS))
             entries.append({"name": f"{m}/{t}/known", "task": task, "solve_ms": other, "oracle": [round(c * 1000) for c in costs]})  # fmt: skip
-            for k in range(WINDOWS):
-                few = ms(draw(window_rng, mix["types"][t], WINDOW))
-                entries.append({"name": f"{m}/{t}/window/{k}", "task": task, "solve_ms": few, "oracle": [round(c * 1000) for c in costs]})  # fmt: skip
+            for size, k in itertools.product(WINDOW_SIZES, range(WINDOWS)):
+                few = ms(draw(window_rngs[size], mix["types"][t], size))
+                entries.append({"name": f"{m}/{t}/window/{size}/{k}", "task": task, "solve_ms": few, "oracle": [round(c * 1000) for c in costs]})  # fmt: skip
             for c in costs:
                 entries.append({"name": f"{m}/{t}/adaptive/{c:g}", "task": task, "solve_ms": ms(samples[m][t]),
                                 "adaptive": True, "poll_cost_ms": round(c * 1000)})  # fmt: skip
@@ -510,9 +514,9 @@ def main() -> int:
                                     "schedule": f"{wait}" + (f"+{until}@{after}" if after else "")}  # fmt: skip
             for c, (_, wait, after, until, _, _) in zip(costs, out[f"{m}/{t}/known"]):
                 r[("known", c)] = run_schedule(wait, after, until, measured)
-            for i, c in enumerate(costs):
-                each = [run_schedule(*out[f"{m}/{t}/window/{k}"][i][1:4], measured) for k in range(WINDOWS)]
-                r[("window", c)] = {key: statistics.fmean(w[key] for w in each) for key in ("polls", "delay")}
+            for (i, c), size in itertools.product(enumerate(costs), WINDOW_SIZES):
+                each = [run_schedule(*out[f"{m}/{t}/window/{size}/{k}"][i][1:4], measured) for k in range(WINDOWS)]
+                r[("window", size, c)] = {key: statistics.fmean(w[key] for w in each) for key in ("polls", "delay")}
             results[(m, t)] = r
 
     print(f"{args.solves} measured solves per type and mix (the adaptive engine first learns from {args.warmup}), "
@@ -525,7 +529,8 @@ def main() -> int:
           "adaptive / oracle: median | p90 | worst |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     pairs = list(results)
-    room, known, window, margins, chosen, changes, wider = [], [], [], [], [], [], []
+    room, known, margins, chosen, changes, wider = [], [], [], [], [], []
+    window = {size: [] for size in WINDOW_SIZES}
     for c in costs:
         def no_costlier(pair, other, who=("adaptive", c), tie=TIE) -> bool:
             ours, theirs = cost(results[pair][who], c), cost(results[pair][other], c)
@@ -563,8 +568,9 @@ def main() -> int:
         tight = [p for p in feasible if best_baseline[p] <= cost(results[p][("oracle", c)], c) * 1.01]
         beaten, over = standing(("known", c))
         known.append(f"c = {c:g} s: {len(beaten)} ({len(beaten) / max(len(feasible), 1):.1%} of feasible pairs; oracle {over:+.1%} on the median pair)")
-        few, over = standing(("window", c))
-        window.append(f"c = {c:g} s: {len(few) / max(len(feasible), 1):.1%}, {over:+.1%} over the oracle")
+        for size in WINDOW_SIZES:
+            few, over = standing(("window", size, c))
+            window[size].append(f"c = {c:g} s: {len(few) / max(len(feasible), 1):.1%}, {over:+.1%} over the oracle")
         # The share were wider differences counted as equal: how much of the gap is pairs lost by
         # less than the estimate's noise.
         wider.append(f"c = {c:g} s: " + ", ".join(f"{len(ahead(tie=tie)) / max(len(feasible), 1):.1%} within {tie:.0%}" for tie in WIDER_TIES))
@@ -590,7 +596,9 @@ def main() -> int:
           f"What a rule that estimates the distribution exactly would reach.")  # fmt: skip
     print(f"\nFrom {WINDOW} exact solve times (not a goal check): the best schedule of the family for {WINDOW} other draws, "
           f"as many as the rule's memory weighs, but seen exactly (no censoring, no exploration), the mean of {WINDOWS} such "
-          f"draws; the share of feasible pairs no costlier than all three baselines, and the median pair: {'; '.join(window)}.")  # fmt: skip
+          f"draws; the share of feasible pairs no costlier than all three baselines, and the median pair: {'; '.join(window[WINDOW])}. "
+          f"The same from {WINDOW_SIZES[1]} (what a memory twice as long could reach at best): "
+          f"{'; '.join(window[WINDOW_SIZES[1]])}.")  # fmt: skip
     print(f"\nPairs where a baseline is within 1% of the best schedule in hindsight (not a goal check): {'; '.join(room)}.")
     print(f"\nWider ties (not a goal check): the share of feasible pairs where adaptive costs at most "
           f"{' or '.join(f'{tie:.0%}' for tie in WIDER_TIES)} more than each baseline (the goal's tie is {TIE:.1%}): {'; '.join(wider)}.")  # fmt: skip
