@@ -668,7 +668,7 @@ def main() -> int:
     table = {t: [] for t in types}
     excess = {"early": [], "late": []}
     ceiling = []  # each reference held against the other references of its shift
-    on_cost = {"shifts": [], "ceiling": [], "control": []}  # the same on cost at the default price
+    by_cost = {"shifts": [], "ceiling": [], "control": []}  # the same test on cost at the default price
     for a, b in shifts:
         for t in mixes[a]["types"]:
             key = f"{a}>{b}/{t}"
@@ -678,8 +678,8 @@ def main() -> int:
             phase = late_share(mixes[b]["types"][t])
             n = settle(ours, refs, phase)
             ceiling += held_out(refs, phase)
-            on_cost["shifts"].append(in_time(settle(ours, refs, phase, default_c)))
-            on_cost["ceiling"] += held_out(refs, phase, default_c)
+            by_cost["shifts"].append(in_time(settle(ours, refs, phase, default_c)))
+            by_cost["ceiling"] += held_out(refs, phase, default_c)
             # What the shift costs users (not a goal check): the shifted model's cost at the
             # default c over the references' mean cost on the same solves, in the first
             # SETTLE_WITHIN solves after the shift and in the rest.
@@ -718,12 +718,12 @@ def main() -> int:
                 control_ok += ok
                 if not ok:
                     control_bad.append(f"{m}/{t}")
-            on_cost["control"] += held_out(runs, late_share(dist), default_c)
+            by_cost["control"] += held_out(runs, late_share(dist), default_c)
     print(f"Control (not a goal check): with no shift, each of {REFERENCES + 1} models warmed on a shipped mix (other "
           f"draws each) held against the other {REFERENCES} passes the same test {control_ok} of {control_n} times"
           f"{'; it fails on ' + ', '.join(sorted(set(control_bad))) if control_bad else ''}: "
           f"failures here are the rule's own spread between warm-ups, not settling.\n")  # fmt: skip
-    rate = {k: f"{sum(v)} of {len(v)} ({sum(v) / max(len(v), 1):.1%})" for k, v in on_cost.items()}
+    rate = {k: f"{sum(v)} of {len(v)} ({sum(v) / max(len(v), 1):.1%})" for k, v in by_cost.items()}
     print(f"On cost instead (not a goal check): the same test on each window's cost at c = {default_c:g} s (within 10% "
           f"plus 0.25 s of the worst reference's) instead of on polls and delay each: shifts {rate['shifts']}, the "
           f"test's ceiling {rate['ceiling']}, control {rate['control']}. A model that trades a few more polls for "
