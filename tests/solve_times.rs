@@ -3,7 +3,7 @@
 //! expected cost (the wait from the answer being ready to the poll that finds it, plus the config's
 //! `poll_cost_ms` per poll), or for a few solves an exploring one; a drift test forgets most of
 //! the past when answers move away from the estimate, and all of what lies beyond the new
-//! answers; its text form round-trips, reads versions 1 to 3 and refuses bad input with a typed
+//! answers; its text form round-trips, reads versions 1 to 4 and refuses bad input with a typed
 //! error; and no model ever makes a solve poll sooner than 1 s after the submit, polls less than
 //! 5 s apart, or send anything at or after the deadline.
 

@@ -341,7 +341,7 @@ def settle(rows: list[tuple[int, float]], references: list[list[tuple[int, float
         return statistics.fmean(r[i] for r in part)
 
     def price(part: list) -> float:
-        return mean(part, 1) + on_cost * mean(part, 0)
+        return cost({"polls": mean(part, 0), "delay": mean(part, 1)}, on_cost)
 
     def ok(j: int) -> bool:
         ours = rows[j : j + window]
